@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Every difference between the kernels we build for (6.1 and 6.12) lives here. */
+#ifndef METAROCE_COMPAT_H
+#define METAROCE_COMPAT_H
+
+#include <linux/version.h>
+#include <rdma/ib_verbs.h>
+
+/* 6.11 passed the uverbs attribute bundle instead of udata to create_cq. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define METAROCE_CREATE_CQ_ARG		struct uverbs_attr_bundle
+#else
+#define METAROCE_CREATE_CQ_ARG		struct ib_udata
+#endif
+
+/* 6.11 records whether a device name came from the user (rdma link add NAME). */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
+static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
+{
+}
+#endif
+
+#endif /* METAROCE_COMPAT_H */

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The ib_device: creation over a netdev, attributes, port state, tear-down. */
+
+#include <linux/etherdevice.h>
+#include <net/addrconf.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+
+#include "metaroce.h"
+
+static enum ib_mtu metaroce_mtu_from_netdev(unsigned int ndev_mtu)
+{
+	int room = (int)ndev_mtu - METAROCE_MAX_OVERHEAD;
+	enum ib_mtu mtu;
+
+	for (mtu = IB_MTU_4096; mtu > IB_MTU_256; mtu--)
+		if (ib_mtu_enum_to_int(mtu) <= room)
+			break;
+	return mtu;
+}
+
+/* The port follows the netdev's carrier, admin state and MTU; true if the state changed. */
+static bool metaroce_port_refresh(struct metaroce_dev *mdev)
+{
+	enum ib_port_state old, new = IB_PORT_DOWN;
+	struct net_device *ndev;
+	enum ib_mtu mtu = IB_MTU_256;
+
+	rcu_read_lock();
+	ndev = rcu_dereference(mdev->ndev);
+	if (ndev) {
+		if (netif_running(ndev) && netif_carrier_ok(ndev))
+			new = IB_PORT_ACTIVE;
+		mtu = metaroce_mtu_from_netdev(READ_ONCE(ndev->mtu));
+	}
+	rcu_read_unlock();
+
+	spin_lock_bh(&mdev->port_lock);
+	old = mdev->port_state;
+	mdev->port_state = new;
+	mdev->active_mtu = mtu;
+	spin_unlock_bh(&mdev->port_lock);
+	return old != new;
+}
+
+/*
+ * Netdev events call this while the device is registered; events are queued
+ * to the core, which flushes them when the device is unregistered.
+ */
+void metaroce_port_update(struct metaroce_dev *mdev)
+{
+	struct ib_event ev = {};
+
+	if (!metaroce_port_refresh(mdev))
+		return;
+	ev.device = &mdev->ibdev;
+	ev.element.port_num = 1;
+	ev.event = READ_ONCE(mdev->port_state) == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&ev);
+}
+
+struct metaroce_dev *metaroce_dev_from_netdev(struct net_device *ndev)
+{
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(ndev, METAROCE_DRIVER_ID);
+	return ibdev ? to_mdev(ibdev) : NULL;
+}
+
+/*
+ * Let go of the netdev and of its namespace's sockets.  Runs when the netdev
+ * is unregistered or moved to another namespace (under RTNL, so the netdev is
+ * never kept waiting for us) and again, as a no-op, when the device is freed.
+ */
+void metaroce_dev_detach(struct metaroce_dev *mdev)
+{
+	struct net_device *ndev;
+
+	if (test_and_set_bit(METAROCE_DEV_DETACHED, &mdev->flags))
+		return;
+
+	ndev = rcu_replace_pointer(mdev->ndev, NULL, true);
+	synchronize_net();
+	metaroce_net_put(mdev->mnet);
+	mdev->mnet = NULL;
+	netdev_put(ndev, &mdev->ndev_tracker);
+	metaroce_port_refresh(mdev);
+}
+
+static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+				 struct ib_udata *udata)
+{
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->vendor_id = METAROCE_VENDOR_ID;
+	attr->vendor_part_id = METAROCE_VENDOR_PART_ID;
+	attr->hw_ver = METAROCE_HW_VER;
+	attr->max_mr_size = U64_MAX;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->max_qp = METAROCE_MAX_QP;
+	attr->max_qp_wr = METAROCE_MAX_QP_WR;
+	attr->max_send_sge = METAROCE_MAX_SGE;
+	attr->max_recv_sge = METAROCE_MAX_SGE;
+	attr->max_sge_rd = METAROCE_MAX_SGE;
+	attr->max_cq = METAROCE_MAX_CQ;
+	attr->max_cqe = METAROCE_MAX_CQE;
+	attr->max_mr = METAROCE_MAX_MR;
+	attr->max_pd = METAROCE_MAX_PD;
+	attr->max_ah = METAROCE_MAX_AH;
+	attr->max_pkeys = 1;
+	/* No atomics, Reads or SRQs until the transport carries them. */
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static int metaroce_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
+{
+	struct metaroce_dev *mdev = to_mdev(ibdev);
+	struct net_device *ndev;
+	int err = 0;
+
+	/* ib_query_port() has zeroed attr. */
+	attr->gid_tbl_len = METAROCE_GID_TABLE_LEN;
+	attr->pkey_tbl_len = 1;
+	attr->max_msg_sz = METAROCE_MAX_MSG_SIZE;
+	attr->max_mtu = IB_MTU_4096;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_vl_num = 1;
+
+	spin_lock_bh(&mdev->port_lock);
+	attr->state = mdev->port_state;
+	attr->active_mtu = mdev->active_mtu;
+	spin_unlock_bh(&mdev->port_lock);
+	attr->phys_state = attr->state == IB_PORT_ACTIVE ?
+		IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
+
+	rcu_read_lock();
+	ndev = rcu_dereference(mdev->ndev);
+	if (ndev)
+		dev_hold(ndev);
+	rcu_read_unlock();
+	if (ndev) {
+		err = ib_get_eth_speed(ibdev, port, &attr->active_speed, &attr->active_width);
+		dev_put(ndev);
+	}
+	return err;
+}
+
+static int metaroce_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static int metaroce_get_port_immutable(struct ib_device *ibdev, u32 port,
+				       struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr;
+	int err;
+
+	err = ib_query_port(ibdev, port, &attr);
+	if (err)
+		return err;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer metaroce_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static void metaroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d", METAROCE_UVERBS_ABI_VERSION);
+}
+
+/* Last op the core calls on a device: after it nothing of ours may remain. */
+static void metaroce_dealloc_driver(struct ib_device *ibdev)
+{
+	struct metaroce_dev *mdev = to_mdev(ibdev);
+
+	rtnl_lock();
+	metaroce_dev_detach(mdev);
+	rtnl_unlock();
+	WARN_ON_ONCE(!xa_empty(&mdev->qps));
+	WARN_ON_ONCE(!xa_empty(&mdev->mrs));
+	xa_destroy(&mdev->qps);
+	xa_destroy(&mdev->mrs);
+}
+
+static const struct ib_device_ops metaroce_device_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = METAROCE_DRIVER_ID,
+	.uverbs_abi_ver = METAROCE_UVERBS_ABI_VERSION,
+
+	.dealloc_driver = metaroce_dealloc_driver,
+	.get_dev_fw_str = metaroce_get_dev_fw_str,
+	.get_link_layer = metaroce_get_link_layer,
+	.get_port_immutable = metaroce_get_port_immutable,
+	.query_device = metaroce_query_device,
+	.query_pkey = metaroce_query_pkey,
+	.query_port = metaroce_query_port,
+};
+
+int metaroce_dev_add(const char *name, struct net_device *ndev)
+{
+	struct net *mnet_net = dev_net(ndev);
+	struct metaroce_dev *mdev;
+	struct ib_device *ibdev;
+	int err;
+
+	mdev = ib_alloc_device(metaroce_dev, ibdev);
+	if (!mdev)
+		return -ENOMEM;
+	ibdev = &mdev->ibdev;
+
+	/* Before anything can fail: dealloc_driver must find a consistent device. */
+	spin_lock_init(&mdev->port_lock);
+	mdev->port_state = IB_PORT_DOWN;
+	mdev->active_mtu = IB_MTU_256;
+	xa_init_flags(&mdev->qps, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
+	xa_init_flags(&mdev->mrs, XA_FLAGS_ALLOC1);
+	netdev_hold(ndev, &mdev->ndev_tracker, GFP_KERNEL);
+	rcu_assign_pointer(mdev->ndev, ndev);
+	ib_set_device_ops(ibdev, &metaroce_device_ops);
+	ib_set_device_ops(ibdev, &metaroce_verbs_ops);
+
+	mdev->mnet = metaroce_net_get(mnet_net);
+	if (IS_ERR(mdev->mnet)) {
+		err = PTR_ERR(mdev->mnet);
+		mdev->mnet = NULL;
+		goto err_dealloc;
+	}
+
+	strscpy(ibdev->node_desc, "metaroce", sizeof(ibdev->node_desc));
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = num_possible_cpus();
+	ibdev->local_dma_lkey = 0;
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid, ndev->dev_addr);
+	ib_mark_name_assigned_by_user(ibdev);
+
+	err = ib_device_set_netdev(ibdev, ndev, 1);
+	if (err)
+		goto err_dealloc;
+	metaroce_port_refresh(mdev);
+
+	err = ib_register_device(ibdev, name, NULL);
+	if (err == -ENFILE)	/* the core's word for "name taken" */
+		err = -EEXIST;
+	if (err)
+		goto err_dealloc;
+	/* From here the device may be unregistered and freed at any time. */
+
+	/*
+	 * The netdev may have been unregistered (or moved) after the netlink
+	 * layer found it but before ib_device_set_netdev() made us findable
+	 * by our notifier: then nobody would let go of it.  Under RTNL the
+	 * notifier cannot run, so this check closes the window.
+	 */
+	rtnl_lock();
+	if (ndev->reg_state != NETREG_REGISTERED || !net_eq(dev_net(ndev), mnet_net)) {
+		rtnl_unlock();
+		ib_unregister_device(ibdev);
+		return -ENODEV;
+	}
+	rtnl_unlock();
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(ibdev);
+	return err;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Types shared by the metaroce kernel glue: device, port, Verbs objects, netns state. */
+#ifndef METAROCE_H
+#define METAROCE_H
+
+#include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/metaroce-abi.h>
+
+#include "compat.h"
+
+#define METAROCE_VENDOR_ID		0xffffff	/* no IEEE OUI: software device */
+#define METAROCE_VENDOR_PART_ID		METAROCE_DRIVER_ID
+#define METAROCE_HW_VER			1
+
+/* Limits we report in query_device and enforce when objects are created. */
+#define METAROCE_MAX_QP			0x10000
+#define METAROCE_MAX_QP_WR		0x4000
+#define METAROCE_MAX_SGE		32
+#define METAROCE_MAX_CQ			0x10000
+#define METAROCE_MAX_CQE		0xffff
+#define METAROCE_MAX_PD			0x10000
+#define METAROCE_MAX_MR			0x10000
+#define METAROCE_MAX_AH			0x10000
+#define METAROCE_MAX_INLINE		256
+#define METAROCE_GID_TABLE_LEN		128
+#define METAROCE_MAX_MSG_SIZE		0x80000000u
+
+/*
+ * Bytes of every frame that are not payload in the worst case: IPv6 (40) +
+ * UDP (8) + the largest MetaRoCE header stack (64).  The IB MTU we report is
+ * the largest one that fits into the netdev MTU after this overhead.
+ */
+#define METAROCE_MAX_OVERHEAD		112
+
+/* First QPN handed out to ordinary QPs; 0 and 1 are SMI and GSI. */
+#define METAROCE_FIRST_QPN		16
+#define METAROCE_MAX_QPN		0xffffff
+
+struct metaroce_net;
+
+struct metaroce_dev {
+	struct ib_device ibdev;
+
+	/*
+	 * The netdev we run over.  Held from newlink until the netdev is
+	 * unregistered (or leaves our namespace), when metaroce_dev_detach()
+	 * drops it synchronously so that the netdev never waits for us.
+	 */
+	struct net_device __rcu *ndev;
+	netdevice_tracker ndev_tracker;
+	struct metaroce_net *mnet;	/* UDP sockets of ndev's netns */
+	unsigned long flags;
+#define METAROCE_DEV_DETACHED	0
+
+	spinlock_t port_lock;		/* port_state, active_mtu */
+	enum ib_port_state port_state;
+	enum ib_mtu active_mtu;
+
+	struct xarray qps;		/* qpn -> metaroce_qp, for receive lookup */
+	u32 next_qpn;
+	struct xarray mrs;		/* key index -> metaroce_mr */
+	u32 next_mr_index;
+	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah;
+};
+
+static inline struct metaroce_dev *to_mdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct metaroce_dev, ibdev);
+}
+
+struct metaroce_pd {
+	struct ib_pd ibpd;
+};
+
+struct metaroce_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+};
+
+/* A completion queue: a ring of work completions under one lock. */
+struct metaroce_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;
+	struct ib_wc *ring;
+	u32 size;		/* ring entries, a power of two */
+	u32 head;		/* next to poll */
+	u32 tail;		/* next to fill */
+	u32 notify;		/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed flags */
+	bool overflowed;
+};
+
+/* A posted receive: what the transport needs to deliver and complete it. */
+struct metaroce_recv_wqe {
+	u64 wr_id;
+	u32 num_sge;
+	struct ib_sge sge[];
+};
+
+struct metaroce_rq {
+	spinlock_t lock;
+	u32 max_wr;
+	u32 max_sge;
+	u32 slots;		/* max_wr rounded up to a power of two */
+	u32 head, tail;		/* free-running indices, tail - head = posted */
+	size_t wqe_size;
+	void *wqes;
+};
+
+struct metaroce_qp {
+	struct ib_qp ibqp;
+	struct mutex state_lock;	/* modify_qp against itself */
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;		/* what modify_qp last accepted */
+	u32 max_send_wr;
+	u32 max_send_sge;
+	u32 max_inline;
+	enum ib_sig_type sq_sig_type;
+	struct metaroce_rq rq;
+};
+
+static inline struct metaroce_qp *to_mqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct metaroce_qp, ibqp);
+}
+
+struct metaroce_mr {
+	struct ib_mr ibmr;
+	int access;
+};
+
+/* device.c */
+int metaroce_dev_add(const char *name, struct net_device *ndev);
+struct metaroce_dev *metaroce_dev_from_netdev(struct net_device *ndev);
+void metaroce_dev_detach(struct metaroce_dev *mdev);
+void metaroce_port_update(struct metaroce_dev *mdev);
+
+/* verbs.c */
+extern const struct ib_device_ops metaroce_verbs_ops;
+
+/* net.c */
+extern unsigned short metaroce_udp_port;
+int metaroce_net_init(void);
+void metaroce_net_exit(void);
+struct metaroce_net *metaroce_net_get(struct net *net);
+void metaroce_net_put(struct metaroce_net *mnet);
+
+#endif /* METAROCE_H */

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* UDP tunnel sockets per network namespace and the netdev events we follow. */
+
+#include <linux/module.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/udp_tunnel.h>
+
+#include "metaroce.h"
+
+unsigned short metaroce_udp_port = METAROCE_UDP_PORT_DEFAULT;
+module_param_named(udp_port, metaroce_udp_port, ushort, 0444);
+MODULE_PARM_DESC(udp_port, "UDP port MetaRoCE listens on and sends to (default 4793)");
+
+/*
+ * One pair of sockets per namespace, opened by the first device whose netdev
+ * lives there and closed by the last one, so namespaces without devices cost
+ * nothing.  Kernel sockets hold no reference on their namespace: devices let go
+ * of them synchronously when their netdev leaves (metaroce_dev_detach()).
+ */
+struct metaroce_net {
+	struct net *net;
+	struct mutex lock;	/* users, sock4, sock6 */
+	unsigned int users;
+	struct socket *sock4;
+	struct socket *sock6;
+};
+
+static unsigned int metaroce_net_id __read_mostly;
+
+static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	/* The data path is not wired to the protocol engine yet: drop. */
+	kfree_skb(skb);
+	return 0;
+}
+
+static struct socket *metaroce_udp_open(struct net *net, bool ipv6)
+{
+	struct udp_tunnel_sock_cfg tnl = {
+		.encap_type = 1,
+		.encap_rcv = metaroce_udp_encap_recv,
+	};
+	struct udp_port_cfg cfg = {
+		.local_udp_port = htons(metaroce_udp_port),
+	};
+	struct socket *sock;
+	int err;
+
+	if (ipv6) {
+		cfg.family = AF_INET6;
+		cfg.local_ip6 = in6addr_any;
+		cfg.ipv6_v6only = 1;
+	} else {
+		cfg.family = AF_INET;
+		cfg.local_ip.s_addr = htonl(INADDR_ANY);
+	}
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock, &tnl);
+	return sock;
+}
+
+static void metaroce_udp_close(struct socket **sock)
+{
+	if (*sock)
+		udp_tunnel_sock_release(*sock);
+	*sock = NULL;
+}
+
+static int metaroce_net_open(struct metaroce_net *mnet)
+{
+	struct socket *sock;
+
+	sock = metaroce_udp_open(mnet->net, false);
+	if (IS_ERR(sock)) {
+		pr_notice("cannot open UDP port %u: %pe\n", metaroce_udp_port, sock);
+		return PTR_ERR(sock);
+	}
+	mnet->sock4 = sock;
+
+	if (!IS_ENABLED(CONFIG_IPV6))
+		return 0;
+	sock = metaroce_udp_open(mnet->net, true);
+	if (PTR_ERR_OR_ZERO(sock) == -EAFNOSUPPORT)	/* IPv6 disabled: IPv4 only */
+		return 0;
+	if (IS_ERR(sock)) {
+		pr_notice("cannot open UDPv6 port %u: %pe\n", metaroce_udp_port, sock);
+		metaroce_udp_close(&mnet->sock4);
+		return PTR_ERR(sock);
+	}
+	mnet->sock6 = sock;
+	return 0;
+}
+
+struct metaroce_net *metaroce_net_get(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+	int err = 0;
+
+	mutex_lock(&mnet->lock);
+	if (!mnet->users)
+		err = metaroce_net_open(mnet);
+	if (!err)
+		mnet->users++;
+	mutex_unlock(&mnet->lock);
+	return err ? ERR_PTR(err) : mnet;
+}
+
+void metaroce_net_put(struct metaroce_net *mnet)
+{
+	if (!mnet)
+		return;
+	mutex_lock(&mnet->lock);
+	if (!--mnet->users) {
+		metaroce_udp_close(&mnet->sock6);
+		metaroce_udp_close(&mnet->sock4);
+	}
+	mutex_unlock(&mnet->lock);
+}
+
+static int __net_init metaroce_pernet_init(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+
+	mnet->net = net;
+	mutex_init(&mnet->lock);
+	return 0;
+}
+
+static void __net_exit metaroce_pernet_exit(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+
+	/* Netdevs left the namespace before us, and took their devices along. */
+	if (mnet->users)
+		pr_err("namespace exits with %u device(s) attached\n", mnet->users);
+	metaroce_udp_close(&mnet->sock6);
+	metaroce_udp_close(&mnet->sock4);
+	mutex_destroy(&mnet->lock);
+}
+
+static struct pernet_operations metaroce_pernet_ops = {
+	.init = metaroce_pernet_init,
+	.exit = metaroce_pernet_exit,
+	.id = &metaroce_net_id,
+	.size = sizeof(struct metaroce_net),
+};
+
+static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct metaroce_dev *mdev;
+
+	mdev = metaroce_dev_from_netdev(ndev);
+	if (!mdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:	/* also sent when the netdev changes namespace */
+		metaroce_port_update(mdev);
+		metaroce_dev_detach(mdev);
+		ib_unregister_device_queued(&mdev->ibdev);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+	case NETDEV_CHANGEMTU:
+		metaroce_port_update(mdev);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&mdev->ibdev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block metaroce_netdev_notifier = {
+	.notifier_call = metaroce_netdev_event,
+};
+
+int metaroce_net_init(void)
+{
+	int err;
+
+	err = register_pernet_subsys(&metaroce_pernet_ops);
+	if (err)
+		return err;
+	err = register_netdevice_notifier(&metaroce_netdev_notifier);
+	if (err)
+		unregister_pernet_subsys(&metaroce_pernet_ops);
+	return err;
+}
+
+void metaroce_net_exit(void)
+{
+	unregister_netdevice_notifier(&metaroce_netdev_notifier);
+	unregister_pernet_subsys(&metaroce_pernet_ops);
+}

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Verbs objects (PD, AH, CQ, QP, MR) and their limits, state and queues. */
+
+#include <linux/log2.h>
+#include <linux/overflow.h>
+#include <linux/random.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_cache.h>
+
+#include "metaroce.h"
+
+static int metaroce_count_get(atomic_t *count, int max)
+{
+	if (atomic_inc_return(count) > max) {
+		atomic_dec(count);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- protection domains ---- */
+
+static int metaroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return metaroce_count_get(&to_mdev(ibpd->device)->n_pd, METAROCE_MAX_PD);
+}
+
+static int metaroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	atomic_dec(&to_mdev(ibpd->device)->n_pd);
+	return 0;
+}
+
+/* ---- address handles ---- */
+
+static int metaroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+			      struct ib_udata *udata)
+{
+	struct metaroce_ah *ah = container_of(ibah, struct metaroce_ah, ibah);
+	struct rdma_ah_attr *attr = init_attr->ah_attr;
+
+	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE || !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
+		return -EINVAL;
+	if (rdma_ah_get_port_num(attr) != 1)
+		return -EINVAL;
+	ah->attr = *attr;
+	/* The GID attribute is owned by the core's copy; we keep the address only. */
+	ah->attr.grh.sgid_attr = NULL;
+	return metaroce_count_get(&to_mdev(ibah->device)->n_ah, METAROCE_MAX_AH);
+}
+
+static int metaroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	struct metaroce_ah *ah = container_of(ibah, struct metaroce_ah, ibah);
+
+	*attr = ah->attr;
+	return 0;
+}
+
+static int metaroce_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	atomic_dec(&to_mdev(ibah->device)->n_ah);
+	return 0;
+}
+
+/* ---- completion queues ---- */
+
+static struct metaroce_cq *to_mcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct metaroce_cq, ibcq);
+}
+
+static int metaroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			      METAROCE_CREATE_CQ_ARG *arg)
+{
+	struct metaroce_dev *mdev = to_mdev(ibcq->device);
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	int err;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > METAROCE_MAX_CQE)
+		return -EINVAL;
+	if (ibcq->uobject)	/* user CQs arrive with the provider's mmapped rings */
+		return -EOPNOTSUPP;
+
+	err = metaroce_count_get(&mdev->n_cq, METAROCE_MAX_CQ);
+	if (err)
+		return err;
+
+	cq->size = roundup_pow_of_two(attr->cqe + 1);
+	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
+	if (!cq->ring) {
+		atomic_dec(&mdev->n_cq);
+		return -ENOMEM;
+	}
+	spin_lock_init(&cq->lock);
+	ibcq->cqe = cq->size - 1;
+	return 0;
+}
+
+static int metaroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+
+	kvfree(cq->ring);
+	atomic_dec(&to_mdev(ibcq->device)->n_cq);
+	return 0;
+}
+
+/* Add one completion; runs in any context. */
+static void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited)
+{
+	struct ib_cq *ibcq = &cq->ibcq;
+	unsigned long flags;
+	bool call = false, overflow = false;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->tail - cq->head >= cq->size - 1) {
+		overflow = !cq->overflowed;
+		cq->overflowed = true;
+	} else {
+		cq->ring[cq->tail & (cq->size - 1)] = *wc;
+		cq->tail++;
+		if (cq->notify & IB_CQ_NEXT_COMP ||
+		    (cq->notify & IB_CQ_SOLICITED && (solicited || wc->status))) {
+			cq->notify = 0;
+			call = true;
+		}
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	if (overflow && ibcq->event_handler) {
+		struct ib_event ev = {
+			.device = ibcq->device,
+			.event = IB_EVENT_CQ_ERR,
+			.element.cq = ibcq,
+		};
+
+		ibcq->event_handler(&ev, ibcq->cq_context);
+	}
+	if (call && ibcq->comp_handler)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+}
+
+static int metaroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries && cq->head != cq->tail) {
+		wc[n++] = cq->ring[cq->head & (cq->size - 1)];
+		cq->head++;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+static int metaroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	/* NEXT_COMP includes SOLICITED; keep the wider request. */
+	if (cq->notify != IB_CQ_NEXT_COMP)
+		cq->notify = flags & IB_CQ_SOLICITED_MASK;
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS && cq->head != cq->tail)
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}
+
+/* ---- queue pairs ---- */
+
+static int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap)
+{
+	spin_lock_init(&rq->lock);
+	rq->max_wr = cap->max_recv_wr;
+	rq->max_sge = cap->max_recv_sge;
+	rq->wqe_size = size_add(sizeof(struct metaroce_recv_wqe),
+				array_size(rq->max_sge, sizeof(struct ib_sge)));
+	if (!rq->max_wr)
+		return 0;
+	/* A power of two, so free-running indices stay valid across u32 wrap. */
+	rq->slots = roundup_pow_of_two(rq->max_wr);
+	rq->wqes = kvcalloc(rq->slots, rq->wqe_size, GFP_KERNEL);
+	return rq->wqes ? 0 : -ENOMEM;
+}
+
+static struct metaroce_recv_wqe *metaroce_rq_slot(struct metaroce_rq *rq, u32 index)
+{
+	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
+}
+
+static void metaroce_flush_one(struct metaroce_qp *qp, struct ib_cq *ibcq, u64 wr_id,
+			       enum ib_wc_opcode opcode)
+{
+	struct ib_wc wc = {
+		.wr_id = wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = opcode,
+		.qp = &qp->ibqp,
+	};
+
+	metaroce_cq_push(to_mcq(ibcq), &wc, false);
+}
+
+/* In the Error state every posted receive completes with a flush error. */
+static void metaroce_rq_flush(struct metaroce_qp *qp)
+{
+	struct metaroce_rq *rq = &qp->rq;
+	struct metaroce_recv_wqe *wqe;
+	u64 wr_id;
+
+	spin_lock_bh(&rq->lock);
+	while (rq->head != rq->tail) {
+		wqe = metaroce_rq_slot(rq, rq->head++);
+		wr_id = wqe->wr_id;
+		spin_unlock_bh(&rq->lock);
+		metaroce_flush_one(qp, qp->ibqp.recv_cq, wr_id, IB_WC_RECV);
+		spin_lock_bh(&rq->lock);
+	}
+	spin_unlock_bh(&rq->lock);
+}
+
+static int metaroce_check_qp_init_attr(struct ib_qp_init_attr *init)
+{
+	const struct ib_qp_cap *cap = &init->cap;
+
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
+	    init->qp_type != IB_QPT_GSI)
+		return -EOPNOTSUPP;
+	if (init->srq)		/* SRQs arrive with the transport */
+		return -EOPNOTSUPP;
+	if (cap->max_send_wr > METAROCE_MAX_QP_WR || cap->max_recv_wr > METAROCE_MAX_QP_WR ||
+	    cap->max_send_sge > METAROCE_MAX_SGE || cap->max_recv_sge > METAROCE_MAX_SGE ||
+	    cap->max_inline_data > METAROCE_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			      struct ib_udata *udata)
+{
+	struct metaroce_dev *mdev = to_mdev(ibqp->device);
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	u32 qpn;
+	int err;
+
+	if (udata)		/* user QPs arrive with the provider's mmapped rings */
+		return -EOPNOTSUPP;
+	err = metaroce_check_qp_init_attr(init);
+	if (err)
+		return err;
+	err = metaroce_count_get(&mdev->n_qp, METAROCE_MAX_QP);
+	if (err)
+		return err;
+
+	mutex_init(&qp->state_lock);
+	qp->state = IB_QPS_RESET;
+	qp->max_send_wr = init->cap.max_send_wr;
+	qp->max_send_sge = init->cap.max_send_sge;
+	qp->max_inline = init->cap.max_inline_data;
+	qp->sq_sig_type = init->sq_sig_type;
+	err = metaroce_rq_init(&qp->rq, &init->cap);
+	if (err)
+		goto err_count;
+
+	if (init->qp_type == IB_QPT_GSI) {
+		qpn = 1;
+		err = xa_insert_bh(&mdev->qps, qpn, qp, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic_bh(&mdev->qps, &qpn, qp,
+					 XA_LIMIT(METAROCE_FIRST_QPN, METAROCE_MAX_QPN),
+					 &mdev->next_qpn, GFP_KERNEL);
+		if (err > 0)	/* wrapped: still a valid, free number */
+			err = 0;
+	}
+	if (err)
+		goto err_rq;
+	ibqp->qp_num = qpn;
+	return 0;
+
+err_rq:
+	kvfree(qp->rq.wqes);
+err_count:
+	atomic_dec(&mdev->n_qp);
+	return err == -EBUSY ? -EEXIST : err;
+}
+
+static int metaroce_check_qp_attr(struct metaroce_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	if (mask & IB_QP_PORT && attr->port_num != 1)
+		return -EINVAL;
+	if (mask & IB_QP_PKEY_INDEX && attr->pkey_index != 0)
+		return -EINVAL;
+	if (mask & IB_QP_PATH_MTU && (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if (mask & IB_QP_AV && attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE)
+		return -EINVAL;
+	if (mask & IB_QP_CAP &&
+	    (attr->cap.max_send_wr > qp->max_send_wr || attr->cap.max_recv_wr > qp->rq.max_wr))
+		return -EINVAL;
+	return 0;
+}
+
+static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			      struct ib_udata *udata)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	enum ib_qp_state cur, next;
+	int err;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->state_lock);
+	cur = mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
+	next = mask & IB_QP_STATE ? attr->qp_state : cur;
+	err = -EINVAL;
+	if (cur != qp->state || !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+		goto out;
+	err = metaroce_check_qp_attr(qp, attr, mask);
+	if (err)
+		goto out;
+
+	if (mask & IB_QP_AV) {
+		qp->attr.ah_attr = attr->ah_attr;
+		qp->attr.ah_attr.grh.sgid_attr = NULL;
+	}
+	if (mask & IB_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU)
+		qp->attr.path_mtu = attr->path_mtu;
+	if (mask & IB_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_RQ_PSN)
+		qp->attr.rq_psn = attr->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		qp->attr.sq_psn = attr->sq_psn;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->attr.rnr_retry = attr->rnr_retry;
+
+	qp->state = next;
+	if (next == IB_QPS_ERR) {
+		metaroce_rq_flush(qp);
+	} else if (next == IB_QPS_RESET) {
+		spin_lock_bh(&qp->rq.lock);
+		qp->rq.head = qp->rq.tail;
+		spin_unlock_bh(&qp->rq.lock);
+	}
+out:
+	mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+static int metaroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			     struct ib_qp_init_attr *init)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+
+	mutex_lock(&qp->state_lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	mutex_unlock(&qp->state_lock);
+	attr->port_num = 1;
+	attr->cap.max_send_wr = qp->max_send_wr;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_wr = qp->rq.max_wr;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sq_sig_type;
+	return 0;
+}
+
+static int metaroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct metaroce_dev *mdev = to_mdev(ibqp->device);
+	struct metaroce_qp *qp = to_mqp(ibqp);
+
+	xa_erase_bh(&mdev->qps, ibqp->qp_num);
+	kvfree(qp->rq.wqes);
+	mutex_destroy(&qp->state_lock);
+	atomic_dec(&mdev->n_qp);
+	return 0;
+}
+
+static int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	struct metaroce_rq *rq = &qp->rq;
+	struct metaroce_recv_wqe *wqe;
+	enum ib_qp_state state;
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		state = READ_ONCE(qp->state);
+		if (state == IB_QPS_RESET || wr->num_sge > rq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		if (state == IB_QPS_ERR) {
+			metaroce_flush_one(qp, ibqp->recv_cq, wr->wr_id, IB_WC_RECV);
+			continue;
+		}
+		spin_lock_bh(&rq->lock);
+		if (rq->tail - rq->head >= rq->max_wr) {
+			spin_unlock_bh(&rq->lock);
+			err = -ENOMEM;
+			break;
+		}
+		wqe = metaroce_rq_slot(rq, rq->tail);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		memcpy(wqe->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+		rq->tail++;
+		spin_unlock_bh(&rq->lock);
+	}
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+static int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+
+	for (; wr; wr = wr->next) {
+		if (READ_ONCE(qp->state) != IB_QPS_ERR)
+			break;
+		metaroce_flush_one(qp, ibqp->send_cq, wr->wr_id, IB_WC_SEND);
+	}
+	if (!wr)
+		return 0;
+	/* The data path is not wired to the protocol engine yet. */
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+/* ---- memory regions ---- */
+
+static struct ib_mr *metaroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct metaroce_dev *mdev = to_mdev(ibpd->device);
+	struct metaroce_mr *mr;
+	u32 index;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = xa_alloc_cyclic(&mdev->mrs, &index, mr, XA_LIMIT(1, METAROCE_MAX_MR),
+			      &mdev->next_mr_index, GFP_KERNEL);
+	if (err < 0) {
+		kfree(mr);
+		return ERR_PTR(err == -EBUSY ? -ENOMEM : err);
+	}
+	/* Index in the upper 24 bits, a random key byte against stale-key reuse. */
+	mr->ibmr.lkey = index << 8 | get_random_u8();
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->access = access;
+	return &mr->ibmr;
+}
+
+static struct ib_mr *metaroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+					  u64 iova, int access, struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+
+	xa_erase(&to_mdev(ibmr->device)->mrs, ibmr->lkey >> 8);
+	kfree(mr);
+	return 0;
+}
+
+const struct ib_device_ops metaroce_verbs_ops = {
+	.alloc_pd = metaroce_alloc_pd,
+	.create_ah = metaroce_create_ah,
+	.create_cq = metaroce_create_cq,
+	.create_qp = metaroce_create_qp,
+	.dealloc_pd = metaroce_dealloc_pd,
+	.dereg_mr = metaroce_dereg_mr,
+	.destroy_ah = metaroce_destroy_ah,
+	.destroy_cq = metaroce_destroy_cq,
+	.destroy_qp = metaroce_destroy_qp,
+	.get_dma_mr = metaroce_get_dma_mr,
+	.modify_qp = metaroce_modify_qp,
+	.poll_cq = metaroce_poll_cq,
+	.post_recv = metaroce_post_recv,
+	.post_send = metaroce_post_send,
+	.query_ah = metaroce_query_ah,
+	.query_qp = metaroce_query_qp,
+	.reg_user_mr = metaroce_reg_user_mr,
+	.req_notify_cq = metaroce_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, metaroce_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, metaroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, metaroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, metaroce_qp, ibqp),
+};
