@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Parse and build MetaRoCE packets with explicit bounds checks. */
+#ifndef MR_CODEC_H
+#define MR_CODEC_H
+
+#include "wire.h"
+
+/* Why a packet was rejected; the order of checks is that of [MR-WIRE-12]. */
+enum mr_parse_result {
+	MR_PARSE_OK = 0,
+	MR_PARSE_TRUNCATED,
+	MR_PARSE_BAD_VERSION,
+	MR_PARSE_BAD_OPCODE,
+	MR_PARSE_BAD_FLAGS,
+	MR_PARSE_BAD_PATH,
+	MR_PARSE_BAD_STREAM,
+	MR_PARSE_BAD_PSN,
+	MR_PARSE_BAD_ACK_COUNT,
+	MR_PARSE_BAD_LENGTH,
+	MR_PARSE_BAD_PAYLOAD,
+	MR_PARSE_BAD_MSG_LEN,
+	MR_PARSE_BAD_OFFSET,
+	MR_PARSE_BAD_RANGE,
+	MR_PARSE_BAD_LAST,
+	MR_PARSE_NR_RESULTS
+};
+
+bool mr_opcode_known(u8 opcode);
+bool mr_opcode_sequenced(u8 opcode);
+bool mr_opcode_has_payload(u8 opcode);
+u16 mr_opcode_allowed_flags(u8 opcode);
+
+/* Header bytes for this opcode, flags and ACK count; 0 for an unknown opcode. */
+u32 mr_pkt_header_len(u8 opcode, u16 flags, u8 n_msg_acks);
+
+/* Message length of a packet that passed parsing (payload_len for one-packet opcodes). */
+u32 mr_pkt_msg_len(const struct mr_pkt *pkt);
+
+enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt);
+
+/*
+ * Encode pkt (and payload_len bytes at pkt->payload, if any) into buf. Returns the
+ * packet length, or 0 if the opcode is unknown or cap is too small. The encoder does no
+ * semantic validation so that tests can build malformed packets with it.
+ */
+u32 mr_pkt_build(const struct mr_pkt *pkt, u8 *buf, u32 cap);
+
+const char *mr_parse_result_name(enum mr_parse_result res);
+
+#endif /* MR_CODEC_H */
