@@ -98,6 +98,7 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->vendor_id = METAROCE_VENDOR_ID;
 	attr->vendor_part_id = METAROCE_VENDOR_PART_ID;
 	attr->hw_ver = METAROCE_HW_VER;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;	/* rdma link delete */
 	attr->max_mr_size = U64_MAX;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->max_qp = METAROCE_MAX_QP;

@@ -4,10 +4,13 @@
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TERM=dumb LC_ALL=C
 
+# Power off synchronously: once the 9p root goes away nothing may be exec'd,
+# and PID 1 must never exit (that panics the guest).
 off() {
 	sync
+	busybox poweroff -f
 	echo o >/proc/sysrq-trigger
-	sleep 30
+	while :; do :; done
 }
 
 job=
@@ -20,8 +23,10 @@ if [ ! -r "$job" ]; then
 	echo "=== METAROCE-INIT-FAILED: no job file '$job'"
 	off
 fi
+set -a	# the test sees the job's MR_* variables
 # shellcheck source=/dev/null
 . "$job"
+set +a
 
 mount -t devpts -o mode=0620,ptmxmode=0666 devpts /dev/pts 2>/dev/null || {
 	mkdir -p /dev/pts && mount -t devpts devpts /dev/pts

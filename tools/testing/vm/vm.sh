@@ -10,7 +10,8 @@
 #   --timeout SEC     wall-clock limit per guest (default 600)
 #   --mem MB          guest memory (default 1024)
 #   --no-module       do not install the freshly built metaroce.ko in the guest
-#   --expect-fail     succeed only if the run fails (harness self-tests)
+#   --expect-fail WHY succeed only if the run fails for that reason: dmesg,
+#                     exit or timeout (the harness's own self-tests)
 #
 # The guest sees the host's root read-only (9p) under a tmpfs overlay, so it
 # runs the host's binaries on the guest kernel.  A run fails if the script
@@ -24,7 +25,7 @@ top=$(cd "$here/../../.." && pwd)
 cache=${METAROCE_CACHE:-/var/cache/metaroce}
 logdir=$top/build/vm-logs
 
-pair=0 name= timeout=600 mem=1024 module=1 expect_fail=0
+pair=0 name= timeout=600 mem=1024 module=1 expect_fail=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--pair) pair=1 ;;
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift ;;
 	--mem) mem=$2; shift ;;
 	--no-module) module=0 ;;
-	--expect-fail) expect_fail=1 ;;
+	--expect-fail) expect_fail=$2; shift ;;
 	--) shift; break ;;
 	-*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
@@ -164,7 +165,7 @@ qpids=()
 
 # Judge each guest's console log.
 bad='BUG:|WARNING:|Oops|general protection|hung_task|blocked for more than|KASAN|UBSAN|refcount_t:|Kernel panic|kernel BUG|Call Trace:|INIT-FAILED'
-fail=0
+fail=0 why=""
 for log in "${logs[@]}"; do
 	who=$(basename "$log" .log)
 	# The test's own output, so failures explain themselves.
@@ -174,26 +175,26 @@ for log in "${logs[@]}"; do
 	if [ -z "$rc" ]; then
 		echo "[$who] FAIL: guest did not finish (timeout ${timeout}s or crash); log: $log"
 		tail -n 30 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
-		fail=1
+		fail=1 why+=" timeout"
 		continue
 	fi
 	if grep -aEq "$bad" "$log"; then
 		echo "[$who] FAIL: kernel log shows a problem; log: $log"
 		grep -aE -m 5 "$bad" "$log" | tr -d '\r' | sed "s/^/[$who] | /"
-		fail=1
+		fail=1 why+=" dmesg"
 	fi
 	if [ "$rc" != 0 ]; then
 		echo "[$who] FAIL: test exited $rc; log: $log"
-		fail=1
+		fail=1 why+=" exit"
 	fi
 done
 
-if [ "$expect_fail" = 1 ]; then
-	if [ "$fail" = 1 ]; then
-		echo "vm.sh: $name failed as expected"
+if [ -n "$expect_fail" ]; then
+	if [[ " $why " == *" $expect_fail "* ]]; then
+		echo "vm.sh: $name failed as expected ($expect_fail)"
 		exit 0
 	fi
-	echo "vm.sh: $name was expected to fail but passed"
+	echo "vm.sh: $name was expected to fail ($expect_fail) but did not (${why:- passed})"
 	exit 1
 fi
 exit "$fail"

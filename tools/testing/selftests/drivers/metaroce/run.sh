@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Runs the guest tests, each in fresh QEMU guests; names select tests.
+#   run.sh [NAME...]     e.g. run.sh link_errors
+# A test's "# vm: ..." header line holds its harness options (--pair,
+# --expect-fail, --timeout S, ...).  Prints "N passed, N failed".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../../../../.." && pwd)
+vm=$top/tools/testing/vm/vm.sh
+
+kver=$("$top/scripts/kver.sh" version 6.12) || exit 1
+# The harness self-test needs its warning module.
+make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/vm/warn" modules >/dev/null || {
+	echo "run.sh: cannot build the harness self-test module" >&2
+	exit 1
+}
+
+if [ $# -gt 0 ]; then
+	tests=()
+	for n in "$@"; do
+		f=$here/${n%.sh}.sh
+		[ -f "$f" ] || { echo "run.sh: no test '$n' in $here" >&2; exit 2; }
+		tests+=("$f")
+	done
+else
+	mapfile -t tests < <(ls "$here"/*.sh | grep -v -e '/lib.sh$' -e '/run.sh$')
+fi
+
+passed=0 failed=0 failures=()
+for t in "${tests[@]}"; do
+	name=$(basename "$t" .sh)
+	read -ra opts < <(sed -n 's/^# vm: //p' "$t" | head -n1)
+	start=$SECONDS
+	echo "--- $name"
+	if "$vm" "${opts[@]}" "$t"; then
+		passed=$((passed + 1))
+		echo "PASS $name ($((SECONDS - start)) s)"
+	else
+		failed=$((failed + 1))
+		failures+=("$name")
+		echo "FAIL $name ($((SECONDS - start)) s)"
+	fi
+done
+[ $failed -eq 0 ] || echo "failed: ${failures[*]}"
+echo "selftests: $passed passed, $failed failed"
+[ $failed -eq 0 ]
