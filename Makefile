@@ -48,7 +48,10 @@ selftests: modules
 check:
 	@scripts/check.sh
 
-provider conformance bench demo:
+demo:
+	@tools/testing/demo/demo.sh
+
+provider conformance bench:
 	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 1
 
 clean:

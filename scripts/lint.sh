@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# make lint: checkpatch --strict, sparse, and warning-free W=1 builds for 6.12 and 6.1.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/setup.sh" build build61 lint || exit 1
+src=$("$top/scripts/kernel-source.sh") || exit 1
+cd "$top"
+fails=0
+
+step() { echo "lint: $*"; }
+bad() { echo "lint: FAIL: $*"; fails=$((fails + 1)); }
+
+step "checkpatch --strict"
+mapfile -t files < <(git ls-files 'drivers/metaroce/*.[ch]' 'include/uapi/*.h' 'tools/testing/kunit/*.c' \
+	'tools/testing/vm/warn/*.c')
+out=$("$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types --file \
+	--ignore FILE_PATH_CHANGES "${files[@]}" 2>&1)
+if grep -qE '(ERROR|WARNING|CHECK):' <<<"$out"; then
+	grep -E '(ERROR|WARNING|CHECK):' <<<"$out"
+	bad "checkpatch"
+fi
+
+kbuild() { # series extra-make-args...
+	local series=$1 kver dir=$top
+	shift
+	kver=$("$top/scripts/kver.sh" version "$series")
+	if [ "$series" = 6.1 ]; then
+		dir=$top/build/k6.1
+		mkdir -p "$dir"
+		rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+			"$top/Kbuild" "$top/drivers" "$top/include" "$dir/"
+	fi
+	# Rebuild everything so every file is compiled and checked.
+	make -s -C "/lib/modules/$kver/build" M="$dir" clean >/dev/null 2>&1
+	make -C "/lib/modules/$kver/build" M="$dir" W=1 "$@" modules 2>&1
+}
+
+for series in 6.12 6.1; do
+	step "W=1 build against $series"
+	out=$(kbuild "$series")
+	rc=$?
+	if [ $rc -ne 0 ] || grep -qiE 'warning:|error:' <<<"$out"; then
+		grep -iE -A3 'warning:|error:' <<<"$out" | head -40
+		bad "W=1 build against $series"
+	fi
+done
+
+step "sparse (C=2) against 6.12"
+out=$(kbuild 6.12 C=2 CHECK="sparse -Wno-unknown-attribute")
+if grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' <<<"$out" | grep -v '^/usr/src/' | grep -q .; then
+	grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' <<<"$out" | grep -v '^/usr/src/'
+	bad "sparse"
+fi
+
+if [ $fails -ne 0 ]; then
+	echo "lint: $fails check(s) failed"
+	exit 1
+fi
+echo "lint: clean"
