@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Sender ECN AIMD per path and receiver max-min fair shares, in integer arithmetic. */
+#include "cc.h"
+
+static u32 mr_cc_clamp(u32 cwnd_q10)
+{
+	if (cwnd_q10 < MR_MIN_CWND * MR_Q10)
+		return MR_MIN_CWND * MR_Q10;
+	if (cwnd_q10 > MR_MAX_CWND * MR_Q10)
+		return MR_MAX_CWND * MR_Q10;
+	return cwnd_q10;
+}
+
+void mr_cc_init(struct mr_cc_path *cc, u32 cwnd_pkts, u32 next_psn)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->cwnd_q10 = mr_cc_clamp(cwnd_pkts * MR_Q10);
+	cc->alpha_q10 = MR_Q10;
+	cc->round_end_psn = next_psn;
+}
+
+u32 mr_cc_window(const struct mr_cc_path *cc)
+{
+	return mr_max_u32(cc->cwnd_q10 / MR_Q10, MR_MIN_CWND);
+}
+
+/* [MR-CC-3] end of round: fold the marked fraction into alpha and cut once. */
+static void mr_cc_end_round(struct mr_cc_path *cc, u32 next_psn)
+{
+	u32 frac = cc->round_pkts ?
+		   mr_min_u32(cc->round_ce, cc->round_pkts) * MR_Q10 / cc->round_pkts : 0;
+
+	cc->alpha_q10 = cc->alpha_q10 - (cc->alpha_q10 >> MR_ECN_G_SHIFT) +
+			(frac >> MR_ECN_G_SHIFT);
+	if (cc->round_ce) {
+		u64 cut = (u64)cc->cwnd_q10 * (cc->alpha_q10 / 2);
+
+		cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (u32)(cut / MR_Q10));
+	}
+	cc->round_ce = 0;
+	cc->round_pkts = 0;
+	cc->round_loss = false;
+	cc->round_end_psn = next_psn;
+}
+
+void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, bool rtt_inflated,
+		  u32 una, u32 next_psn)
+{
+	u32 i;
+
+	cc->round_ce += ce + (rtt_inflated ? 1 : 0);
+	cc->round_pkts += mr_max_u32(pkts, ce);
+	/* [MR-CC-2] additive increase, only for ACKs that report no congestion */
+	if (!ce && !rtt_inflated) {
+		for (i = 0; i < delivered; i++)
+			cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 + MR_Q10 * MR_Q10 / cc->cwnd_q10);
+	}
+	/* the round ends once nothing sent before round_end_psn is outstanding */
+	if (!mr_seq_before(una, cc->round_end_psn))
+		mr_cc_end_round(cc, next_psn);
+}
+
+/* [MR-CC-4] a mild cut, once per round: random loss is not congestion. */
+void mr_cc_on_loss(struct mr_cc_path *cc)
+{
+	if (cc->round_loss)
+		return;
+	cc->round_loss = true;
+	cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (cc->cwnd_q10 >> MR_LOSS_BETA_SHIFT));
+}
+
+void mr_cc_on_rto(struct mr_cc_path *cc)
+{
+	cc->cwnd_q10 = MR_MIN_CWND * MR_Q10;
+	cc->round_loss = true;
+}
+
+u16 mr_rate_hint_encode(u32 mbps)
+{
+	u32 e = 0;
+
+	if (!mbps)
+		return 1;	/* the smallest rate; 0 would mean "no hint" */
+	while ((mbps >> e) >= 4096)
+		e++;
+	return (u16)((e << 12) | mr_max_u32(mbps >> e, 1));
+}
+
+u32 mr_rate_hint_decode(u16 hint)
+{
+	return (u32)(hint & 0x0fff) << (hint >> 12);
+}
+
+/* [MR-CC-9] demands from last interval's measurements, then water-filling. */
+void mr_fairshare_compute(struct mr_share *s, u32 n, u32 link_mbps, u32 interval_ns)
+{
+	u32 alloc = link_mbps - (link_mbps >> MR_SHARE_HEADROOM_SHIFT);
+	u32 active = 0, left, unfixed, level, i;
+	bool changed;
+
+	for (i = 0; i < n; i++) {
+		u64 measured;
+
+		s[i].fixed = false;
+		if (!s[i].active)
+			continue;
+		active++;
+		measured = interval_ns ? mr_div_u64(s[i].bytes * 8000ULL, interval_ns) : 0;
+		if (s[i].share_mbps && measured < (u64)s[i].share_mbps * 7 / 8)
+			s[i].demand_mbps = (u32)mr_min_u64(measured * 5 / 4,
+							   MR_SHARE_UNLIMITED - 1);
+		else
+			s[i].demand_mbps = MR_SHARE_UNLIMITED;
+	}
+	left = alloc;
+	unfixed = active;
+	do {
+		changed = false;
+		level = unfixed ? left / unfixed : 0;
+		for (i = 0; i < n; i++) {
+			if (!s[i].active || s[i].fixed || s[i].demand_mbps > level)
+				continue;
+			s[i].share_mbps = s[i].demand_mbps;
+			s[i].fixed = true;
+			left -= s[i].demand_mbps;
+			unfixed--;
+			changed = true;
+		}
+	} while (changed && unfixed);
+	level = unfixed ? left / unfixed : 0;
+	for (i = 0; i < n; i++) {
+		if (!s[i].active)
+			s[i].share_mbps = alloc / (active + 1);
+		else if (!s[i].fixed)
+			s[i].share_mbps = level;
+		s[i].bytes = 0;
+	}
+}

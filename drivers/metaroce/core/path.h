@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* One sending path: entropy, PSN space, outstanding records, RTT/RTO and lifecycle. */
+#ifndef MR_PATH_H
+#define MR_PATH_H
+
+#include "cc.h"
+
+#define MR_INITIAL_RTO_NS	1000000ULL
+#define MR_MIN_RTO_NS		100000ULL
+#define MR_MAX_RTO_NS		32000000ULL
+#define MR_PATH_FAIL_RTOS	3
+
+enum mr_path_state {
+	MR_PATH_PROBE,
+	MR_PATH_ACTIVE,
+	MR_PATH_SUSPECT,
+	MR_PATH_FAILED,
+};
+
+#define MR_REC_PROBE		0xff	/* stream_slot of a PROBE packet's record */
+
+/* What one outstanding PSN carried, [MR-SACK-1]. */
+struct mr_tx_rec {
+	bool valid;
+	u8 stream_slot;
+	u32 msn;
+	u32 pkt_idx;
+	u64 sent_ns;
+};
+
+struct mr_rtt {
+	u64 srtt_ns;
+	u64 rttvar_ns;
+	u64 min_rtt_ns;
+	bool have_sample;
+};
+
+struct mr_path_tx {
+	u8 state;
+	u8 backoff;
+	u8 consecutive_rtos;
+	u16 entropy;
+	u32 next_psn;
+	u32 una;		/* oldest PSN that may still be outstanding */
+	u32 outstanding;
+	u64 rto_start_ns;	/* the RTO runs from here while outstanding > 0 */
+	struct mr_rtt rtt;
+	struct mr_cc_path cc;
+	struct mr_tx_rec rec[MR_SACK_BITS];	/* indexed by psn % 256 */
+	u32 failures;
+	u32 rerolls;
+	u32 lost;
+	u32 sent;
+};
+
+struct mr_rto_cfg {
+	u64 initial_ns;
+	u64 min_ns;
+	u64 max_ns;
+};
+
+void mr_path_init(struct mr_path_tx *p, u32 first_psn, u16 entropy, u8 state, u32 cwnd);
+/* [MR-SACK-1] [MR-CC-1] [MR-PATH-4] may this path send one more sequenced packet? */
+bool mr_path_can_send(const struct mr_path_tx *p);
+u32 mr_path_free_window(const struct mr_path_tx *p);
+struct mr_tx_rec *mr_path_rec(struct mr_path_tx *p, u32 psn);
+/* Move una past PSNs that are no longer outstanding. */
+void mr_path_advance_una(struct mr_path_tx *p);
+
+/* [MR-REL-3] RFC 6298 estimators. */
+void mr_rtt_sample(struct mr_rtt *rtt, u64 sample_ns);
+u64 mr_path_rto_ns(const struct mr_path_tx *p, const struct mr_rto_cfg *cfg);
+
+/*
+ * [MR-PATH-2] a random entropy in 49152..65535 different from the n entries of used.
+ * Deterministic given *rng.
+ */
+u16 mr_entropy_pick(u64 *rng, const u16 *used, u32 n);
+
+/* [MR-REL-4] [MR-PATH-5] [MR-PATH-6]: returns true when the path failed and was re-rolled. */
+bool mr_path_on_rto(struct mr_path_tx *p, u8 fail_rtos, u16 new_entropy);
+/* [MR-PATH-5] an ACK delivered something: the path is alive. */
+void mr_path_on_progress(struct mr_path_tx *p, u64 now);
+
+#endif /* MR_PATH_H */

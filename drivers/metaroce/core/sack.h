@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* 256-bit selective acknowledgment: the receiver's per-path state and bit helpers. */
+#ifndef MR_SACK_H
+#define MR_SACK_H
+
+#include "wire.h"
+
+#define MR_PSN_JUMP_MAX		MR_PATH_PSN_STRIDE
+
+enum mr_sack_verdict {
+	MR_SACK_IN_ORDER,	/* new, psn == cum_psn */
+	MR_SACK_OUT_OF_ORDER,	/* new, leaves a gap */
+	MR_SACK_DUPLICATE,	/* already received */
+	MR_SACK_BEYOND_WINDOW,	/* MR_PSN_JUMP_MAX or more ahead: drop without acknowledging */
+};
+
+/* What a receiver keeps for one of the peer's paths, [MR-PATH-9]. */
+struct mr_sack_rx {
+	u32 cum_psn;
+	u32 bits[MR_SACK_WORDS];
+	u32 ts_echo;
+	u16 ce_count;
+	u16 pkt_count;
+	u16 unacked;
+	bool ack_now;
+	u64 ack_deadline_ns;	/* 0: no delayed ACK armed */
+};
+
+void mr_sack_rx_init(struct mr_sack_rx *s, u32 initial_psn);
+enum mr_sack_verdict mr_sack_rx_classify(const struct mr_sack_rx *s, u32 psn);
+enum mr_sack_verdict mr_sack_rx_record(struct mr_sack_rx *s, u32 psn);
+
+bool mr_bits_test(const u32 *bits, u32 i);
+void mr_bits_set(u32 *bits, u32 i);
+void mr_bits_clear(u32 *bits, u32 i);
+/* Drop the n lowest bits, moving the rest toward bit 0. */
+void mr_bits_shift_down(u32 *bits, u32 n);
+u32 mr_bits_trailing_ones(const u32 *bits);
+/* Index of the lowest set bit, or MR_SACK_BITS if none. */
+u32 mr_bits_first_set(const u32 *bits);
+
+/* Sender side: does this ACK report psn as received? [MR-ACK-2] */
+bool mr_sack_ack_covers(const struct mr_ackh *ack, u32 psn);
+
+#endif /* MR_SACK_H */

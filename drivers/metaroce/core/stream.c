@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Message windows on both sides of a stream; completion strictly follows MSN order. */
+#include "codec.h"
+#include "stream.h"
+
+u32 mr_msg_npkts(u32 len, u32 pmtu)
+{
+	return len ? len / pmtu + (len % pmtu ? 1 : 0) : 1;
+}
+
+void mr_tx_stream_init(struct mr_tx_stream *st, u32 dest)
+{
+	memset(st, 0, sizeof(*st));
+	st->in_use = true;
+	st->dest = dest;
+}
+
+bool mr_tx_stream_can_post(const struct mr_tx_stream *st)
+{
+	return st->next_msn - st->msn_polled < MR_STREAM_MAX_MSGS;
+}
+
+struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn)
+{
+	return &st->msg[msn % MR_STREAM_MAX_MSGS];
+}
+
+bool mr_tx_msg_next_index(const struct mr_tx_msg *m, u32 *idx, bool *is_retx)
+{
+	u32 first_lost;
+
+	if (m->state != MR_MSG_OPEN)
+		return false;
+	first_lost = mr_bits_first_set(m->lost);
+	if (first_lost < MR_SACK_BITS) {
+		*idx = m->base + first_lost;
+		*is_retx = true;
+		return true;
+	}
+	/* [MR-REL-8] never beyond base + 256 */
+	if (m->next_new < m->npkts && m->next_new - m->base < MR_MSG_PKT_WINDOW) {
+		*idx = m->next_new;
+		*is_retx = false;
+		return true;
+	}
+	return false;
+}
+
+void mr_tx_msg_on_sent(struct mr_tx_msg *m, u32 idx)
+{
+	if (idx == m->next_new)
+		m->next_new++;
+	if (idx >= m->base)
+		mr_bits_clear(m->lost, idx - m->base);
+}
+
+bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx)
+{
+	return idx < m->base || mr_bits_test(m->acked, idx - m->base);
+}
+
+bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now)
+{
+	u32 run;
+
+	if (m->state != MR_MSG_OPEN || idx >= m->npkts || mr_tx_msg_is_acked(m, idx))
+		return false;
+	mr_bits_set(m->acked, idx - m->base);
+	mr_bits_clear(m->lost, idx - m->base);
+	m->acked_count++;
+	run = mr_bits_trailing_ones(m->acked);
+	if (run) {
+		m->base += run;
+		mr_bits_shift_down(m->acked, run);
+		mr_bits_shift_down(m->lost, run);
+	}
+	if (m->acked_count == m->npkts) {
+		m->all_acked_ns = now;
+		return true;
+	}
+	return false;
+}
+
+void mr_tx_msg_on_lost(struct mr_tx_msg *m, u32 idx)
+{
+	if (m->state == MR_MSG_OPEN && idx < m->npkts && !mr_tx_msg_is_acked(m, idx))
+		mr_bits_set(m->lost, idx - m->base);
+}
+
+bool mr_tx_stream_on_msgack(struct mr_tx_stream *st, u32 msn_cum)
+{
+	u32 msn;
+
+	if (mr_seq_after(msn_cum, st->next_msn))
+		return false;
+	if (!mr_seq_after(msn_cum, st->msn_acked))
+		return true;
+	for (msn = st->msn_acked; msn != msn_cum; msn++)
+		mr_tx_stream_msg(st, msn)->state = MR_MSG_DONE;
+	st->msn_acked = msn_cum;
+	return true;
+}
+
+void mr_rx_stream_init(struct mr_rx_stream *st, u32 id)
+{
+	memset(st, 0, sizeof(*st));
+	st->in_use = true;
+	st->id = id;
+}
+
+static u32 mr_rx_payload_len(u32 msg_len, u32 offset, u32 pmtu)
+{
+	return mr_min_u32(pmtu, msg_len - offset);
+}
+
+enum mr_rx_verdict mr_rx_stream_classify(const struct mr_rx_stream *st, const struct mr_pkt *pkt,
+					 u32 pmtu)
+{
+	const struct mr_bth *bth = &pkt->bth;
+	const struct mr_rx_msg *m;
+	u32 len = mr_pkt_msg_len(pkt), idx;
+
+	/* [MR-REL-10] completed messages take no more bytes */
+	if (mr_seq_before(bth->msn, st->msn_cum))
+		return MR_RX_DUP;
+	/* [MR-REL-9] */
+	if (bth->msn - st->msn_reported >= MR_STREAM_MAX_MSGS)
+		return MR_RX_BEYOND;
+	/* [MR-WIRE-10] packets are cut at PMTU */
+	if (bth->offset % pmtu || bth->payload_len != mr_rx_payload_len(len, bth->offset, pmtu))
+		return MR_RX_INVALID;
+	m = &st->msg[bth->msn % MR_STREAM_MAX_MSGS];
+	if (m->state == MR_MSG_FREE)
+		return MR_RX_NEW;
+	if (m->msn != bth->msn || m->len != len || m->opcode != bth->opcode)
+		return MR_RX_INVALID;
+	if (m->state == MR_MSG_DONE)
+		return MR_RX_DUP;
+	idx = bth->offset / pmtu;
+	/* [MR-REL-7] */
+	if (idx < m->base || mr_bits_test(m->bits, idx - m->base))
+		return MR_RX_DUP;
+	if (idx - m->base >= MR_MSG_PKT_WINDOW)
+		return MR_RX_BEYOND;
+	return MR_RX_NEW;
+}
+
+void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 pmtu)
+{
+	const struct mr_bth *bth = &pkt->bth;
+	struct mr_rx_msg *m = &st->msg[bth->msn % MR_STREAM_MAX_MSGS];
+	u32 idx = bth->offset / pmtu, run;
+
+	if (m->state == MR_MSG_FREE) {
+		memset(m, 0, sizeof(*m));
+		m->state = MR_MSG_OPEN;
+		m->opcode = bth->opcode;
+		m->msn = bth->msn;
+		m->len = mr_pkt_msg_len(pkt);
+		m->npkts = mr_msg_npkts(m->len, pmtu);
+		m->rsn = bth->opcode == MR_OP_SEND ? pkt->msgh.rsn : 0;
+	}
+	if (bth->flags & MR_F_LAST) {
+		m->flags = bth->flags;
+		m->imm = (bth->flags & MR_F_INV) ? pkt->inv_rkey : pkt->imm;
+	}
+	mr_bits_set(m->bits, idx - m->base);
+	m->received++;
+	run = mr_bits_trailing_ones(m->bits);
+	m->base += run;
+	mr_bits_shift_down(m->bits, run);
+	if (m->received == m->npkts)
+		m->state = MR_MSG_DONE;
+	/* [MR-VERBS-2] completion in MSN order */
+	while (st->msg[st->msn_cum % MR_STREAM_MAX_MSGS].state == MR_MSG_DONE &&
+	       st->msg[st->msn_cum % MR_STREAM_MAX_MSGS].msn == st->msn_cum &&
+	       st->msn_cum - st->msn_reported < MR_STREAM_MAX_MSGS)
+		st->msn_cum++;
+}

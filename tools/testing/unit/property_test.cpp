@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Property tests: two engines over a seeded lossy, reordering, duplicating multipath fabric.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "sim.hpp"
+
+namespace {
+
+using mrsim::FabricConfig;
+using mrsim::Result;
+using mrsim::Sim;
+using mrsim::Workload;
+
+Workload MixedWorkload(uint64_t seed, uint32_t messages)
+{
+	std::mt19937_64 rng(seed);
+	Workload wl;
+	const uint32_t shapes[] = { 0, 1, 4095, 4096, 4097, 65536, 300000, 1 << 20 };
+
+	for (uint32_t i = 0; i < messages; i++)
+		wl.sizes.push_back(rng() % 4 ? static_cast<uint32_t>(rng() % 200000)
+					     : shapes[rng() % 8]);
+	return wl;
+}
+
+void ExpectClean(const Result &r, uint64_t seed)
+{
+	EXPECT_TRUE(r.completed) << "seed " << seed;
+	EXPECT_TRUE(r.quiescent) << "seed " << seed << ": state left behind\n" << r.diag;
+	for (const auto &e : r.errors)
+		ADD_FAILURE() << "seed " << seed << ": " << e;
+}
+
+// [MR-REL-7] [MR-REL-10] [MR-VERBS-2] [MR-VERBS-3] [MR-SACK-2] [MR-REL-1]
+// Every message is delivered exactly once, at the right offsets, completed in MSN order,
+// and no state is left, whatever the fabric loses, duplicates or reorders.
+TEST(Property, ExactlyOnceInOrderCompletionOverLossyReorderingFabric_MR_REL_7)
+{
+	for (uint64_t seed = 1; seed <= 50; seed++) {
+		FabricConfig fc;
+		fc.loss = 0.02;
+		fc.dup = 0.01;
+		fc.reorder = 0.005;
+		Sim sim(fc, MixedWorkload(seed, 40), seed);
+		Result r = sim.run();
+		ExpectClean(r, seed);
+		if (HasFailure())
+			break;
+	}
+}
+
+// [MR-REL-7] heavy loss and duplication still deliver exactly once.
+TEST(Property, ExactlyOnceUnderTenPercentLoss_MR_REL_10)
+{
+	for (uint64_t seed = 100; seed < 110; seed++) {
+		FabricConfig fc;
+		fc.loss = 0.10;
+		fc.dup = 0.05;
+		fc.reorder = 0.01;
+		Sim sim(fc, MixedWorkload(seed, 24), seed);
+		ExpectClean(sim.run(), seed);
+		if (HasFailure())
+			break;
+	}
+}
+
+Workload BulkWorkload(uint32_t total_mb)
+{
+	Workload wl;
+	for (uint32_t i = 0; i < total_mb * 4; i++)
+		wl.sizes.push_back(256 * 1024);
+	return wl;
+}
+
+// [MR-SACK-2] [MR-CC-4] at 1% random loss goodput stays >= 90% of the lossless run.
+TEST(Property, GoodputAtOnePercentLossIsAtLeastNinetyPercentOfLossless_MR_CC_4)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		FabricConfig clean;
+		Result base = Sim(clean, BulkWorkload(16), seed).run();
+		ExpectClean(base, seed);
+
+		FabricConfig lossy;
+		lossy.loss = 0.01;
+		Result r = Sim(lossy, BulkWorkload(16), seed).run();
+		ExpectClean(r, seed);
+		double ratio = r.goodput_gbps() / base.goodput_gbps();
+		EXPECT_GE(ratio, 0.90) << "seed " << seed << ": lossless " << base.goodput_gbps()
+				       << " Gb/s, 1% loss " << r.goodput_gbps() << " Gb/s";
+		RecordProperty("ratio_seed_" + std::to_string(seed), std::to_string(ratio));
+	}
+}
+
+// [MR-PATH-6] [MR-PATH-2] [MR-REL-5] one of 8 paths black-holed: the transfer completes,
+// the path is marked failed and re-rolled onto new entropy.
+TEST(Property, BlackHoledPathFailsAndIsRerolledWhileTransferCompletes_MR_PATH_6)
+{
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		FabricConfig fc;
+		fc.line_gbps = 25;
+		Sim probe(fc, Workload{}, seed);
+		// Black-hole the link that the first path's initial entropy maps to.
+		uint16_t e0 = probe.a()->tx_path[0].entropy;
+		fc.blackhole_link = static_cast<int>(mrsim::link_of(e0, fc.links));
+		Result r = Sim(fc, BulkWorkload(32), seed).run();
+		ExpectClean(r, seed);
+		EXPECT_GE(r.failures_per_path[0], 1u) << "seed " << seed;
+		EXPECT_NE(r.final_entropy[0], r.initial_entropy[0]) << "seed " << seed;
+		EXPECT_NE(mrsim::link_of(r.final_entropy[0], fc.links),
+			  static_cast<uint32_t>(fc.blackhole_link))
+			<< "seed " << seed << ": the path should have left the black hole";
+	}
+}
+
+} // namespace
