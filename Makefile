@@ -51,7 +51,11 @@ check:
 demo:
 	@tools/testing/demo/demo.sh
 
-provider conformance bench:
+# The rdma-core provider (userspace/providers/metaroce) against rdma-core's source.
+provider:
+	@scripts/provider.sh
+
+conformance bench:
 	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 1
 
 clean:

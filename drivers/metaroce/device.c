@@ -55,7 +55,8 @@ void metaroce_port_update(struct metaroce_dev *mdev)
 		return;
 	ev.device = &mdev->ibdev;
 	ev.element.port_num = 1;
-	ev.event = READ_ONCE(mdev->port_state) == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ev.event = READ_ONCE(mdev->port_state) == IB_PORT_ACTIVE ?
+		IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
 	ib_dispatch_event(&ev);
 }
 

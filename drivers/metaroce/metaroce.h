@@ -83,7 +83,7 @@ struct metaroce_ah {
 /* A completion queue: a ring of work completions under one lock. */
 struct metaroce_cq {
 	struct ib_cq ibcq;
-	spinlock_t lock;
+	spinlock_t lock;	/* ring, head, tail, notify, overflowed */
 	struct ib_wc *ring;
 	u32 size;		/* ring entries, a power of two */
 	u32 head;		/* next to poll */
@@ -100,7 +100,7 @@ struct metaroce_recv_wqe {
 };
 
 struct metaroce_rq {
-	spinlock_t lock;
+	spinlock_t lock;	/* head, tail and the slots between them */
 	u32 max_wr;
 	u32 max_sge;
 	u32 slots;		/* max_wr rounded up to a power of two */
