@@ -3,8 +3,11 @@
 #include <kunit/test.h>
 #include <linux/module.h>
 
+#include "core/cc.h"
 #include "core/codec.h"
+#include "core/sack.h"
 #include "core/tests/codec_cases.h"
+#include "core/tests/sack_cases.h"
 
 /* [MR-WIRE-12] every shared vector parses to its verdict and fields. */
 static void mr_codec_vectors_parse_as_expected(struct kunit *test)
@@ -78,10 +81,45 @@ static void mr_codec_truncations_rejected(struct kunit *test)
 	}
 }
 
+/* [MR-SACK-4] [MR-SACK-5] the shared arrival patterns. */
+static void mr_sack_patterns_as_expected(struct kunit *test)
+{
+	enum mr_sack_verdict v;
+	struct mr_sack_rx s;
+	size_t i;
+	u32 k;
+
+	for (i = 0; i < MR_SACK_NR_CASES; i++) {
+		const struct mr_sack_case *c = &mr_sack_cases[i];
+
+		mr_sack_rx_init(&s, c->initial_psn);
+		v = MR_SACK_IN_ORDER;
+		for (k = 0; k < c->n; k++)
+			v = mr_sack_rx_record(&s, c->psns[k]);
+		KUNIT_EXPECT_EQ_MSG(test, s.cum_psn, c->expect_cum, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, s.bits[0], c->expect_word0, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, s.bits[7], c->expect_word7, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, (int)v, (int)c->expect_last, "%s", c->name);
+	}
+}
+
+/* [MR-CC-10] hints round down and never exceed the encoded rate. */
+static void mr_rate_hint_rounds_down(struct kunit *test)
+{
+	u32 r;
+
+	KUNIT_EXPECT_EQ(test, mr_rate_hint_decode(0), 0U);
+	KUNIT_EXPECT_EQ(test, mr_rate_hint_encode(4095), (u16)4095);
+	for (r = 1; r < 50000000; r = r * 3 + 1)
+		KUNIT_EXPECT_LE(test, mr_rate_hint_decode(mr_rate_hint_encode(r)), r);
+}
+
 static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_codec_vectors_parse_as_expected),
 	KUNIT_CASE(mr_codec_vectors_round_trip),
 	KUNIT_CASE(mr_codec_truncations_rejected),
+	KUNIT_CASE(mr_sack_patterns_as_expected),
+	KUNIT_CASE(mr_rate_hint_rounds_down),
 	{}
 };
 

@@ -6,3 +6,12 @@ extern "C" {
 #include "core/codec.h"
 #include "core/tests/codec_cases.h"
 }
+
+extern "C" {
+#include "core/cc.h"
+#include "core/conn.h"
+#include "core/path.h"
+#include "core/sack.h"
+#include "core/stream.h"
+#include "core/tests/sack_cases.h"
+}

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Unit tests of the engine pieces: SACK state, loss detection, paths, AIMD, rate hints, shares.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "core.hpp"
+
+namespace {
+
+// [MR-SACK-4] [MR-ACK-2] [MR-ACK-3] [MR-SACK-5] the shared arrival patterns.
+TEST(Sack, SharedArrivalPatternsGiveExpectedCumAndBits_MR_SACK_4)
+{
+	for (size_t i = 0; i < MR_SACK_NR_CASES; i++) {
+		const mr_sack_case &c = mr_sack_cases[i];
+		mr_sack_rx s;
+		mr_sack_verdict v = MR_SACK_IN_ORDER;
+
+		mr_sack_rx_init(&s, c.initial_psn);
+		for (u32 k = 0; k < c.n; k++)
+			v = mr_sack_rx_record(&s, c.psns[k]);
+		EXPECT_EQ(s.cum_psn, c.expect_cum) << c.name;
+		EXPECT_EQ(s.bits[0], c.expect_word0) << c.name;
+		EXPECT_EQ(s.bits[7], c.expect_word7) << c.name;
+		EXPECT_EQ(v, c.expect_last) << c.name;
+	}
+}
+
+// [MR-SACK-4] random arrivals inside the window against a set model.
+TEST(Sack, BitvectorMatchesModelForRandomArrivals_MR_SACK_4)
+{
+	std::mt19937 rng(7);
+	for (int round = 0; round < 200; round++) {
+		u32 start = rng();
+		mr_sack_rx s;
+		std::set<u32> got;
+
+		mr_sack_rx_init(&s, start);
+		for (int k = 0; k < 300; k++) {
+			u32 psn = s.cum_psn + rng() % 200;
+			mr_sack_rx_record(&s, psn);
+			got.insert(psn - start);
+		}
+		u32 cum = 0;
+		while (got.count(cum))
+			cum++;
+		ASSERT_EQ(s.cum_psn - start, cum);
+		for (u32 i = 0; i < MR_SACK_BITS; i++)
+			ASSERT_EQ(mr_bits_test(s.bits, i), got.count(cum + 1 + i) == 1) << i;
+	}
+}
+
+TEST(Sack, AckCoversCumulativeAndBits_MR_ACK_2)
+{
+	mr_ackh ack{};
+	ack.cum_psn = 1000;
+	mr_bits_set(ack.sack, 0);
+	mr_bits_set(ack.sack, 255);
+	EXPECT_TRUE(mr_sack_ack_covers(&ack, 999));
+	EXPECT_FALSE(mr_sack_ack_covers(&ack, 1000));
+	EXPECT_TRUE(mr_sack_ack_covers(&ack, 1001));
+	EXPECT_FALSE(mr_sack_ack_covers(&ack, 1002));
+	EXPECT_TRUE(mr_sack_ack_covers(&ack, 1256));
+	EXPECT_FALSE(mr_sack_ack_covers(&ack, 1257));
+}
+
+// A sender and receiver pair with one stream, for clause-level scenarios.
+struct Pair {
+	std::unique_ptr<mr_conn> a = std::make_unique<mr_conn>();
+	std::unique_ptr<mr_conn> b = std::make_unique<mr_conn>();
+
+	explicit Pair(u8 paths = 2)
+	{
+		mr_conn_cfg cfg;
+		mr_conn_cfg_defaults(&cfg);
+		cfg.n_paths = paths;
+		cfg.local_conn_id = 1;
+		cfg.peer_conn_id = 2;
+		cfg.tx_initial_psn = 1000;
+		cfg.rx_initial_psn = 5000;
+		cfg.seed = 42;
+		mr_conn_init(a.get(), &cfg);
+		std::swap(cfg.local_conn_id, cfg.peer_conn_id);
+		std::swap(cfg.tx_initial_psn, cfg.rx_initial_psn);
+		mr_conn_init(b.get(), &cfg);
+		mr_conn_open_stream(a.get(), 10, 20);
+		mr_conn_open_stream(b.get(), 20, 10);
+	}
+};
+
+// [MR-SACK-2] [MR-REL-1] a SACK gap is loss at once; the packet goes out again, on another
+// path, with a new PSN, before new data.
+TEST(Reliability, SackGapRetransmitsAtOnceOnAnotherPathWithNewPsn_MR_SACK_2)
+{
+	Pair p(2);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 8 * 4096, 0, 0, 1), 0);
+	std::vector<mr_tx_desc> sent;
+	mr_tx_desc d;
+	while (sent.size() < 4 && mr_conn_next_packet(p.a.get(), 0, &d))
+		sent.push_back(d);
+	ASSERT_EQ(sent.size(), 4u);
+	// Find two packets on path 0; the first is lost, the second arrives.
+	std::vector<mr_tx_desc> on0;
+	for (auto &x : sent)
+		if (x.pkt.bth.path_id == 0)
+			on0.push_back(x);
+	ASSERT_GE(on0.size(), 2u);
+	mr_ackh ack{};
+	mr_pkt pkt{};
+	pkt.bth.version = MR_VERSION;
+	pkt.bth.opcode = MR_OP_ACK;
+	pkt.bth.path_id = 0;
+	ack.cum_psn = on0[0].pkt.bth.psn;
+	mr_bits_set(ack.sack, on0[1].pkt.bth.psn - ack.cum_psn - 1);
+	pkt.ack = ack;
+	mr_conn_on_ack(p.a.get(), 1000, &pkt);
+	EXPECT_EQ(p.a->tx_path[0].lost, 1u);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 1000, &d));
+	EXPECT_TRUE(d.pkt.bth.flags & MR_F_RETX);
+	EXPECT_EQ(d.pkt.bth.offset, on0[0].pkt.bth.offset);
+	EXPECT_EQ(d.pkt.bth.path_id, 1);
+	EXPECT_NE(d.pkt.bth.psn, on0[0].pkt.bth.psn);
+}
+
+// [MR-REL-3] [MR-REL-4] RTO is SRTT + 4 RTTVAR, clamped, doubling per consecutive expiry.
+TEST(Path, RtoFollowsRfc6298AndDoublesOnBackoff_MR_REL_4)
+{
+	mr_path_tx *p = new mr_path_tx;
+	mr_rto_cfg cfg{ MR_INITIAL_RTO_NS, MR_MIN_RTO_NS, MR_MAX_RTO_NS };
+	mr_path_init(p, 0, 50000, MR_PATH_ACTIVE, 16);
+	EXPECT_EQ(mr_path_rto_ns(p, &cfg), MR_INITIAL_RTO_NS);
+	mr_rtt_sample(&p->rtt, 40000);	// srtt 40us, rttvar 20us => 120us
+	EXPECT_EQ(mr_path_rto_ns(p, &cfg), 120000u);
+	p->backoff = 2;
+	EXPECT_EQ(mr_path_rto_ns(p, &cfg), 480000u);
+	p->backoff = 20;
+	EXPECT_EQ(mr_path_rto_ns(p, &cfg), MR_MAX_RTO_NS);
+	p->backoff = 0;
+	mr_rtt_sample(&p->rtt, 1);
+	for (int i = 0; i < 50; i++)
+		mr_rtt_sample(&p->rtt, 1000);
+	EXPECT_EQ(mr_path_rto_ns(p, &cfg), MR_MIN_RTO_NS);
+	delete p;
+}
+
+// [MR-PATH-5] [MR-PATH-6] RTOs make a path SUSPECT, the third fails and re-rolls it;
+// an ACK makes it ACTIVE again.
+TEST(Path, ThirdConsecutiveRtoFailsAndRerollsEntropy_MR_PATH_6)
+{
+	mr_path_tx *p = new mr_path_tx;
+	mr_path_init(p, 0, 50000, MR_PATH_ACTIVE, 16);
+	EXPECT_FALSE(mr_path_on_rto(p, 3, 60000));
+	EXPECT_EQ(p->state, MR_PATH_SUSPECT);
+	EXPECT_FALSE(mr_path_on_rto(p, 3, 60000));
+	EXPECT_EQ(p->entropy, 50000);
+	EXPECT_TRUE(mr_path_on_rto(p, 3, 60000));
+	EXPECT_EQ(p->state, MR_PATH_PROBE);
+	EXPECT_EQ(p->entropy, 60000);
+	EXPECT_EQ(p->failures, 1u);
+	EXPECT_EQ(mr_path_free_window(p), 1u);
+	mr_path_on_progress(p, 5);
+	EXPECT_EQ(p->state, MR_PATH_ACTIVE);
+	EXPECT_EQ(p->consecutive_rtos, 0);
+	delete p;
+}
+
+// [MR-PATH-2] entropy is in the dynamic range and differs from the other paths'.
+TEST(Path, EntropyIsDynamicRangeAndDistinct_MR_PATH_2)
+{
+	u64 rng = 1;
+	std::vector<u16> used;
+	for (int i = 0; i < 16; i++) {
+		u16 e = mr_entropy_pick(&rng, used.data(), static_cast<u32>(used.size()));
+		EXPECT_GE(e, MR_ENTROPY_MIN);
+		EXPECT_EQ(std::count(used.begin(), used.end(), e), 0);
+		used.push_back(e);
+	}
+}
+
+// [MR-CC-2] about one packet per round of additive increase.
+TEST(Cc, AdditiveIncreaseIsAboutOnePacketPerWindow_MR_CC_2)
+{
+	mr_cc_path cc;
+	mr_cc_init(&cc, 16, 0);
+	mr_cc_on_ack(&cc, 16, 0, 16, false, 0, 100);
+	EXPECT_EQ(mr_cc_window(&cc), 16u);
+	EXPECT_GT(cc.cwnd_q10, 16u * MR_Q10 + MR_Q10 * 9 / 10);
+}
+
+// [MR-CC-3] a fully marked round cuts by alpha / 2 (alpha starts at 1).
+TEST(Cc, EcnMarkedRoundCutsWindowByAlphaHalf_MR_CC_3)
+{
+	mr_cc_path cc;
+	mr_cc_init(&cc, 64, 0);
+	mr_cc_on_ack(&cc, 10, 10, 10, false, 10, 20);	// una passed round_end 0
+	EXPECT_EQ(mr_cc_window(&cc), 32u);
+}
+
+// [MR-CC-4] loss cuts by 1/8 once per round; RTO collapses to the minimum.
+TEST(Cc, LossCutsOneEighthOncePerRound_MR_CC_4)
+{
+	mr_cc_path cc;
+	mr_cc_init(&cc, 64, 0);
+	mr_cc_on_loss(&cc);
+	mr_cc_on_loss(&cc);
+	EXPECT_EQ(mr_cc_window(&cc), 56u);
+	mr_cc_on_rto(&cc);
+	EXPECT_EQ(mr_cc_window(&cc), static_cast<u32>(MR_MIN_CWND));
+}
+
+// [MR-CC-10] hint encoding rounds down with the smallest exponent; 0 means none.
+TEST(Cc, RateHintEncodingRoundsDown_MR_CC_10)
+{
+	EXPECT_EQ(mr_rate_hint_decode(0), 0u);
+	EXPECT_EQ(mr_rate_hint_encode(4095), 4095);
+	EXPECT_EQ(mr_rate_hint_encode(4096), (1 << 12) | 2048);
+	EXPECT_EQ(mr_rate_hint_decode(mr_rate_hint_encode(100000)), 100000u - 100000u % 32);
+	for (u32 r = 1; r < 50000000; r = r * 3 + 1) {
+		u32 d = mr_rate_hint_decode(mr_rate_hint_encode(r));
+		EXPECT_LE(d, r);
+		EXPECT_GE(d, r - r / 2048);
+	}
+}
+
+// [MR-CC-9] [MR-CC-12] incast: N new senders get allocatable / N each.
+TEST(Cc, IncastSharesAreEqual_MR_CC_12)
+{
+	std::vector<mr_share> s(10);
+	for (auto &x : s) {
+		x = {};
+		x.active = true;
+		x.bytes = 1000;
+	}
+	mr_fairshare_compute(s.data(), 10, 100000, 100000);
+	for (auto &x : s)
+		EXPECT_EQ(x.share_mbps, (100000u - 100000u / 16) / 10);
+}
+
+// [MR-CC-9] max-min: a sender using less than its share leaves the rest to the others.
+TEST(Cc, FairShareIsMaxMin_MR_CC_9)
+{
+	std::vector<mr_share> s(3);
+	for (auto &x : s) {
+		x = {};
+		x.active = true;
+		x.share_mbps = 30000;
+	}
+	s[0].bytes = 125000;	// 10 Gb/s over 100 us, below 7/8 of its share
+	s[1].bytes = s[2].bytes = 1000000;
+	mr_fairshare_compute(s.data(), 3, 100000, 100000);
+	EXPECT_EQ(s[0].share_mbps, 12500u);
+	EXPECT_EQ(s[1].share_mbps, (93750u - 12500u) / 2);
+	EXPECT_EQ(s[2].share_mbps, s[1].share_mbps);
+}
+
+// [MR-REL-8] the sender keeps a message's packets within 256 of the first unacknowledged.
+TEST(Stream, SenderStaysWithinMessagePacketWindow_MR_REL_8)
+{
+	mr_tx_msg m{};
+	m.state = MR_MSG_OPEN;
+	m.npkts = 1000;
+	u32 idx;
+	bool retx;
+	for (u32 i = 0; i < 256; i++) {
+		ASSERT_TRUE(mr_tx_msg_next_index(&m, &idx, &retx));
+		mr_tx_msg_on_sent(&m, idx);
+	}
+	EXPECT_FALSE(mr_tx_msg_next_index(&m, &idx, &retx));
+	mr_tx_msg_on_delivered(&m, 1, 0);
+	EXPECT_FALSE(mr_tx_msg_next_index(&m, &idx, &retx));
+	mr_tx_msg_on_delivered(&m, 0, 0);
+	ASSERT_TRUE(mr_tx_msg_next_index(&m, &idx, &retx));
+	EXPECT_EQ(idx, 256u);
+	EXPECT_EQ(m.base, 2u);
+}
+
+// [MR-REL-9] at most 16 open messages per stream.
+TEST(Stream, AtMostSixteenOpenMessages_MR_REL_9)
+{
+	Pair p;
+	for (int i = 0; i < 16; i++)
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 10, 0, 0, i), 0);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 10, 0, 0, 16), -1);
+}
+
+// [MR-VERBS-2] [MR-REL-10] a later message completes only after earlier ones, and a
+// completed message takes no more bytes.
+TEST(Stream, CompletionsFollowMsnOrder_MR_VERBS_2)
+{
+	Pair p;
+	mr_tx_desc d[2];
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 0), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d[0]));
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d[1]));
+	std::vector<u8> payload(100, 1);
+	mr_place pl;
+	mr_completion c;
+	d[1].pkt.payload = d[0].pkt.payload = payload.data();
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d[1].pkt, false, &pl), MR_RX_RESULT_PLACE);
+	EXPECT_EQ(pl.msn, 1u);
+	EXPECT_FALSE(mr_conn_poll_completion(p.b.get(), &c));
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d[0].pkt, false, &pl), MR_RX_RESULT_PLACE);
+	ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &c));
+	EXPECT_EQ(c.msn, 0u);
+	ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &c));
+	EXPECT_EQ(c.msn, 1u);
+	// a duplicate of a completed message is acknowledged but not placed
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d[0].pkt, false, &pl), MR_RX_RESULT_NONE);
+	EXPECT_EQ(p.b->rx_duplicates, 1u);
+}
+
+// [MR-ACK-6] the ACK carries the stream's MSGACK; [MR-VERBS-3] the sender completes.
+TEST(Stream, MsgAckCompletesTheSender_MR_ACK_6)
+{
+	Pair p;
+	mr_tx_desc d;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 0, 0x1000, 5, 77), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	mr_place pl;
+	mr_completion c;
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &c));
+	mr_pkt ack;
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 0, &ack));
+	ASSERT_EQ(ack.ack.n_msg_acks, 1);
+	EXPECT_EQ(ack.ack.msg_acks[0].stream, 20u);
+	EXPECT_EQ(ack.ack.msg_acks[0].msn_cum, 1u);
+	mr_conn_receive(p.a.get(), 10, &ack, false, &pl);
+	ASSERT_TRUE(mr_conn_poll_completion(p.a.get(), &c));
+	EXPECT_EQ(c.kind, MR_COMPL_SEND);
+	EXPECT_EQ(c.cookie, 77u);
+	EXPECT_TRUE(mr_conn_quiescent(p.a.get()));
+	EXPECT_TRUE(mr_conn_quiescent(p.b.get()));
+}
+
+} // namespace
