@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* MetaRoCE provider: device matching, context and the control-path verbs. */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <rdma/metaroce-abi.h>
+
+#include "metaroce.h"
+
+/*
+ * Only the control path is here for now.  Every verb left out of
+ * metaroce_ctx_ops (CQs, QPs, SRQs, AHs, posting and polling) falls through
+ * to libibverbs' defaults, which fail with EOPNOTSUPP: the kernel does not
+ * create user CQs or QPs until the mmapped rings of the data path exist.
+ */
+
+static int metaroce_query_device(struct ibv_context *context,
+				 const struct ibv_query_device_ex_input *input,
+				 struct ibv_device_attr_ex *attr,
+				 size_t attr_size)
+{
+	struct verbs_device *vdev = verbs_get_device(context->device);
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	int ret;
+
+	ret = ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+
+	/*
+	 * A software device has no firmware; report the string the kernel
+	 * shows in sysfs and in "rdma dev", so every tool agrees.
+	 */
+	if (ibv_read_ibdev_sysfs_file(attr->orig_attr.fw_ver,
+				      sizeof(attr->orig_attr.fw_ver),
+				      vdev->sysfs, "fw_ver") <= 0)
+		attr->orig_attr.fw_ver[0] = '\0';
+	return 0;
+}
+
+static int metaroce_query_port(struct ibv_context *context, uint8_t port,
+			       struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *metaroce_alloc_pd(struct ibv_context *context)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int metaroce_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+static struct ibv_mr *metaroce_reg_mr(struct ibv_pd *pd, void *addr,
+				      size_t length, uint64_t hca_va,
+				      int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int metaroce_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+static void metaroce_free_context(struct ibv_context *ibctx)
+{
+	struct metaroce_context *ctx = to_mctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops metaroce_ctx_ops = {
+	.alloc_pd = metaroce_alloc_pd,
+	.dealloc_pd = metaroce_dealloc_pd,
+	.dereg_mr = metaroce_dereg_mr,
+	.free_context = metaroce_free_context,
+	.query_device_ex = metaroce_query_device,
+	.query_port = metaroce_query_port,
+	.reg_mr = metaroce_reg_mr,
+};
+
+static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,
+						    int cmd_fd,
+						    void *private_data)
+{
+	struct ib_uverbs_get_context_resp resp;
+	struct metaroce_context *ctx;
+	struct ibv_get_context cmd;
+	int ret;
+
+	/* The driver id goes into every ioctl; the kernel checks it. */
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   METAROCE_DRIVER_ID);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
+				  sizeof(resp));
+	if (ret) {
+		verbs_uninit_context(&ctx->ibv_ctx);
+		free(ctx);
+		errno = ret;
+		return NULL;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &metaroce_ctx_ops);
+	return &ctx->ibv_ctx;
+}
+
+static struct verbs_device *
+metaroce_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct metaroce_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static void metaroce_uninit_device(struct verbs_device *vdev)
+{
+	free(to_mdev(&vdev->device));
+}
+
+/*
+ * Users name MetaRoCE devices freely ("rdma link add NAME type metaroce"),
+ * so the driver id the kernel reports over netlink is the only sound match.
+ */
+static const struct verbs_match_ent metaroce_match_table[] = {
+	VERBS_DRIVER_ID(METAROCE_DRIVER_ID),
+	{},
+};
+
+static const struct verbs_device_ops metaroce_dev_ops = {
+	.name = "metaroce",
+	.match_min_abi_version = METAROCE_UVERBS_ABI_VERSION,
+	.match_max_abi_version = METAROCE_UVERBS_ABI_VERSION,
+	.match_table = metaroce_match_table,
+	.alloc_device = metaroce_alloc_device,
+	.uninit_device = metaroce_uninit_device,
+	.alloc_context = metaroce_alloc_context,
+};
+PROVIDER_DRIVER(metaroce, metaroce_dev_ops);
