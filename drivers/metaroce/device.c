@@ -2,6 +2,7 @@
 /* The ib_device: creation over a netdev, attributes, port state, tear-down. */
 
 #include <linux/etherdevice.h>
+#include <linux/uaccess.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
@@ -91,8 +92,14 @@ void metaroce_dev_detach(struct metaroce_dev *mdev)
 static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 				 struct ib_udata *udata)
 {
-	if (udata && (udata->inlen || udata->outlen))
+	/*
+	 * No driver-specific request or response is defined: a newer provider
+	 * may send zeros for what we do not know, and reads zeros back.
+	 */
+	if (udata && udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EINVAL;
+	if (udata && udata->outlen && clear_user(udata->outbuf, udata->outlen))
+		return -EFAULT;
 
 	memset(attr, 0, sizeof(*attr));
 	attr->sys_image_guid = ibdev->node_guid;
@@ -236,6 +243,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	rcu_assign_pointer(mdev->ndev, ndev);
 	ib_set_device_ops(ibdev, &metaroce_device_ops);
 	ib_set_device_ops(ibdev, &metaroce_verbs_ops);
+	ib_set_device_ops(ibdev, &metaroce_uverbs_ops);
 
 	mdev->mnet = metaroce_net_get(mnet_net);
 	if (IS_ERR(mdev->mnet)) {

@@ -128,7 +128,12 @@ static inline struct metaroce_qp *to_mqp(struct ib_qp *ibqp)
 
 struct metaroce_mr {
 	struct ib_mr ibmr;
+	struct ib_umem *umem;	/* pinned user pages; NULL for a DMA MR */
 	int access;
+};
+
+struct metaroce_ucontext {
+	struct ib_ucontext ibuc;
 };
 
 /* device.c */
@@ -139,6 +144,10 @@ void metaroce_port_update(struct metaroce_dev *mdev);
 
 /* verbs.c */
 extern const struct ib_device_ops metaroce_verbs_ops;
+int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
+
+/* uverbs.c */
+extern const struct ib_device_ops metaroce_uverbs_ops;
 
 /* net.c */
 extern unsigned short metaroce_udp_port;

@@ -6,6 +6,7 @@
 #include <linux/random.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_umem.h>
 
 #include "metaroce.h"
 
@@ -466,33 +467,37 @@ static int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 /* ---- memory regions ---- */
 
+/* Gives a filled-in MR its keys and makes it findable by them (DMA and user MRs). */
+int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr)
+{
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&mdev->mrs, &index, mr, XA_LIMIT(1, METAROCE_MAX_MR),
+			      &mdev->next_mr_index, GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+	/* Index in the upper 24 bits, a random key byte against stale-key reuse. */
+	mr->ibmr.lkey = index << 8 | get_random_u8();
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
 static struct ib_mr *metaroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct metaroce_dev *mdev = to_mdev(ibpd->device);
 	struct metaroce_mr *mr;
-	u32 index;
 	int err;
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	err = xa_alloc_cyclic(&mdev->mrs, &index, mr, XA_LIMIT(1, METAROCE_MAX_MR),
-			      &mdev->next_mr_index, GFP_KERNEL);
-	if (err < 0) {
-		kfree(mr);
-		return ERR_PTR(err == -EBUSY ? -ENOMEM : err);
-	}
-	/* Index in the upper 24 bits, a random key byte against stale-key reuse. */
-	mr->ibmr.lkey = index << 8 | get_random_u8();
-	mr->ibmr.rkey = mr->ibmr.lkey;
 	mr->access = access;
+	err = metaroce_mr_publish(to_mdev(ibpd->device), mr);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
 	return &mr->ibmr;
-}
-
-static struct ib_mr *metaroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-					  u64 iova, int access, struct ib_udata *udata)
-{
-	return ERR_PTR(-EOPNOTSUPP);
 }
 
 static int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -500,6 +505,7 @@ static int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
 
 	xa_erase(&to_mdev(ibmr->device)->mrs, ibmr->lkey >> 8);
+	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;
 }
@@ -521,7 +527,6 @@ const struct ib_device_ops metaroce_verbs_ops = {
 	.post_send = metaroce_post_send,
 	.query_ah = metaroce_query_ah,
 	.query_qp = metaroce_query_qp,
-	.reg_user_mr = metaroce_reg_user_mr,
 	.req_notify_cq = metaroce_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, metaroce_ah, ibah),
