@@ -5,8 +5,10 @@
 
 #include "core/cc.h"
 #include "core/codec.h"
+#include "core/handshake.h"
 #include "core/sack.h"
 #include "core/tests/codec_cases.h"
+#include "core/tests/hs_cases.h"
 #include "core/tests/sack_cases.h"
 
 /* [MR-WIRE-12] every shared vector parses to its verdict and fields. */
@@ -114,12 +116,40 @@ static void mr_rate_hint_rounds_down(struct kunit *test)
 		KUNIT_EXPECT_LE(test, mr_rate_hint_decode(mr_rate_hint_encode(r)), r);
 }
 
+/* [MR-CONN-4] [MR-CONN-6] the shared agreement cases. */
+static void mr_hs_agreement_as_expected(struct kunit *test)
+{
+	enum mr_hs_event ev;
+	struct mr_hs a, b;
+	struct mr_pkt pkt;
+	size_t i;
+
+	for (i = 0; i < MR_HS_NR_CASES; i++) {
+		const struct mr_hs_case *c = &mr_hs_cases[i];
+
+		ev = mr_hs_case_run(c, &a, &b, &pkt);
+		KUNIT_EXPECT_EQ_MSG(test, (int)ev,
+				    (int)(c->accept ? MR_HS_EV_ESTABLISHED : MR_HS_EV_FAILED),
+				    "%s [%s]", c->name, c->clause);
+		if (!c->accept)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, b.ver, c->ver, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, b.n_paths, c->n_paths, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, b.pmtu, c->pmtu, "%s", c->name);
+		KUNIT_ASSERT_TRUE(test, mr_hs_next_packet(&b, &pkt));
+		KUNIT_EXPECT_EQ_MSG(test, (int)mr_hs_on_packet(&a, 1, &pkt),
+				    (int)MR_HS_EV_ESTABLISHED, "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, a.pmtu, c->pmtu, "%s", c->name);
+	}
+}
+
 static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_codec_vectors_parse_as_expected),
 	KUNIT_CASE(mr_codec_vectors_round_trip),
 	KUNIT_CASE(mr_codec_truncations_rejected),
 	KUNIT_CASE(mr_sack_patterns_as_expected),
 	KUNIT_CASE(mr_rate_hint_rounds_down),
+	KUNIT_CASE(mr_hs_agreement_as_expected),
 	{}
 };
 

@@ -14,4 +14,6 @@ extern "C" {
 #include "core/sack.h"
 #include "core/stream.h"
 #include "core/tests/sack_cases.h"
+#include "core/handshake.h"
+#include "core/tests/hs_cases.h"
 }

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The connection handshake: CONNECT_REQ/RESP agreement, retries, restarts and CLOSE. */
+#ifndef MR_HANDSHAKE_H
+#define MR_HANDSHAKE_H
+
+#include "conn.h"
+
+#define MR_CONNECT_RTO_NS	1000000ULL
+#define MR_CONNECT_RETRIES	8
+#define MR_CONN_IDLE_NS		10000000000ULL
+
+enum mr_close_reason {
+	MR_CLOSE_NORMAL		= 0,
+	MR_CLOSE_IDLE		= 1,
+	MR_CLOSE_ERROR		= 2,
+	MR_CLOSE_RESTARTED	= 3,
+};
+
+/* What this endpoint offers; the same for all of its connections. */
+struct mr_hs_local {
+	u64 incarnation;	/* [MR-CONN-7] random and nonzero, drawn per device */
+	u8 ver_min;
+	u8 ver_max;
+	u8 max_paths;
+	u8 connect_retries;
+	u16 pmtu;
+	u32 link_mbps;
+	u64 connect_rto_ns;
+};
+
+enum mr_hs_state {
+	MR_HS_IDLE,
+	MR_HS_REQ_SENT,		/* requester, waiting for CONNECT_RESP */
+	MR_HS_ESTABLISHED,
+	MR_HS_CLOSING,		/* CLOSE sent, waiting for CLOSE_ACK */
+	MR_HS_CLOSED,		/* closed by either side: the caller frees the connection */
+	MR_HS_FAILED,		/* no answer, or rejected */
+};
+
+/* Handshake state of one connection; the caller owns it next to its struct mr_conn. */
+struct mr_hs {
+	struct mr_hs_local local;
+	u8 state;
+	u8 retries;
+	u8 ver;
+	u8 n_paths;
+	u8 pending;		/* opcode to send at once, 0 for none */
+	u8 close_reason;
+	bool requester;
+	u16 pmtu;
+	u32 local_conn_id;	/* our src_conn_id: the peer puts it in packets to us */
+	u32 peer_conn_id;
+	u32 local_initial_psn;
+	u32 peer_initial_psn;
+	u32 peer_link_mbps;
+	u64 peer_incarnation;
+	u64 rto_ns;
+	u64 deadline_ns;	/* next retransmission of CONNECT_REQ or CLOSE */
+};
+
+enum mr_hs_event {
+	MR_HS_EV_NONE,
+	MR_HS_EV_ESTABLISHED,	/* build the mr_conn from mr_hs_conn_cfg(); data may flow */
+	MR_HS_EV_CLOSED,	/* closed: streams still live go to the error state */
+	MR_HS_EV_FAILED,	/* no answer or rejected: waiting QPs fail with RETRY_EXC_ERR */
+};
+
+/* What to do with a CONNECT_REQ, given the live connection with that peer address if any. */
+enum mr_hs_req_verdict {
+	MR_HS_REQ_NEW,		/* accept into a fresh struct mr_hs */
+	MR_HS_REQ_DUPLICATE,	/* mr_hs_on_duplicate_req(): resend the same CONNECT_RESP */
+	MR_HS_REQ_RESTARTED,	/* [MR-CONN-7]: fail the old connection, then accept anew */
+	MR_HS_REQ_REPLACED,	/* [MR-CONN-11]: the peer abandoned the old one; likewise */
+	MR_HS_REQ_YIELD,	/* [MR-CONN-11] crossing requests, ours loses: mr_hs_yield() */
+	MR_HS_REQ_IGNORE,	/* [MR-CONN-11] crossing requests, ours wins */
+};
+
+void mr_hs_local_defaults(struct mr_hs_local *l, u64 incarnation);
+
+/* Requester: start with a random nonzero conn_id and a random initial PSN. */
+int mr_hs_connect(struct mr_hs *hs, const struct mr_hs_local *l, u64 now, u32 conn_id,
+		  u32 initial_psn);
+enum mr_hs_req_verdict mr_hs_classify_req(const struct mr_hs *existing, const struct mr_pkt *req);
+/* Responder: answer a CONNECT_REQ into a fresh hs with a random nonzero conn_id. */
+enum mr_hs_event mr_hs_accept(struct mr_hs *hs, const struct mr_hs_local *l,
+			      const struct mr_pkt *req, u32 conn_id, u32 initial_psn);
+/* The losing requester of [MR-CONN-11] answers, keeping its own conn_id and PSN. */
+enum mr_hs_event mr_hs_yield(struct mr_hs *hs, const struct mr_pkt *req);
+void mr_hs_on_duplicate_req(struct mr_hs *hs);
+/* CONNECT_RESP, CLOSE or CLOSE_ACK addressed to hs->local_conn_id. */
+enum mr_hs_event mr_hs_on_packet(struct mr_hs *hs, u64 now, const struct mr_pkt *pkt);
+enum mr_hs_event mr_hs_on_timer(struct mr_hs *hs, u64 now);
+int mr_hs_close(struct mr_hs *hs, u64 now, u8 reason);
+bool mr_hs_next_packet(struct mr_hs *hs, struct mr_pkt *out);
+u64 mr_hs_next_deadline(const struct mr_hs *hs);
+/* The agreed ids, PSNs, PMTU and paths, over the defaults already in cfg. */
+void mr_hs_conn_cfg(const struct mr_hs *hs, struct mr_conn_cfg *cfg);
+
+#endif /* MR_HANDSHAKE_H */

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The connection handshake: agreement, retries, duplicates, restarts, crossing requests, CLOSE.
+#include <gtest/gtest.h>
+
+#include "core.hpp"
+
+namespace {
+
+mr_hs_local Local(u64 incarnation)
+{
+	mr_hs_local l;
+	mr_hs_local_defaults(&l, incarnation);
+	return l;
+}
+
+// Encode and parse, so that every handshake packet is also checked against the codec.
+mr_pkt Wire(const mr_pkt &in)
+{
+	u8 buf[MR_MAX_HDR_LEN];
+	mr_pkt out;
+	u32 len = mr_pkt_build(&in, buf, sizeof(buf));
+	EXPECT_EQ(mr_pkt_parse(buf, len, &out), MR_PARSE_OK);
+	return out;
+}
+
+mr_pkt Next(mr_hs &hs)
+{
+	mr_pkt p;
+	EXPECT_TRUE(mr_hs_next_packet(&hs, &p));
+	return Wire(p);
+}
+
+// [MR-CONN-4] [MR-CONN-6] the shared agreement cases.
+TEST(Handshake, SharedCasesAgreeOnVersionPathsAndPmtu_MR_CONN_4)
+{
+	for (size_t i = 0; i < MR_HS_NR_CASES; i++) {
+		const mr_hs_case &c = mr_hs_cases[i];
+		mr_hs a, b;
+		mr_pkt pkt;
+		mr_hs_event ev = mr_hs_case_run(&c, &a, &b, &pkt);
+		if (!c.accept) {
+			EXPECT_EQ(ev, MR_HS_EV_FAILED) << c.name;
+			mr_pkt close = Next(b);
+			EXPECT_EQ(close.bth.opcode, MR_OP_CLOSE) << c.name;
+			EXPECT_EQ(close.bth.conn_id, 0xau) << c.name;
+			EXPECT_EQ(close.close.reason, u32(MR_CLOSE_ERROR)) << c.name;
+			EXPECT_EQ(mr_hs_on_packet(&a, 1, &close), MR_HS_EV_FAILED) << c.name;
+			continue;
+		}
+		ASSERT_EQ(ev, MR_HS_EV_ESTABLISHED) << c.name;
+		EXPECT_EQ(b.ver, c.ver) << c.name;
+		EXPECT_EQ(b.n_paths, c.n_paths) << c.name;
+		EXPECT_EQ(b.pmtu, c.pmtu) << c.name;
+		mr_pkt resp = Next(b);
+		EXPECT_EQ(resp.bth.opcode, MR_OP_CONNECT_RESP);
+		EXPECT_EQ(resp.conn.ver_min, c.ver);
+		EXPECT_EQ(resp.conn.ver_max, c.ver);
+		ASSERT_EQ(mr_hs_on_packet(&a, 1, &resp), MR_HS_EV_ESTABLISHED) << c.name;
+		EXPECT_EQ(a.ver, c.ver) << c.name;
+		EXPECT_EQ(a.n_paths, c.n_paths) << c.name;
+		EXPECT_EQ(a.pmtu, c.pmtu) << c.name;
+	}
+}
+
+// [MR-CONN-2] [MR-CONN-3] [MR-PATH-3] the agreed ids and PSNs cross over into both configs.
+TEST(Handshake, BothSidesDeriveMatchingConnectionConfigs_MR_CONN_3)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	EXPECT_EQ(mr_hs_connect(&a, &la, 0, 0, 1), -1) << "conn_id 0 is not allowed";
+	ASSERT_EQ(mr_hs_connect(&a, &la, 0, 0xaaaa, 1000), 0);
+	mr_pkt req = Next(a);
+	EXPECT_EQ(req.bth.opcode, MR_OP_CONNECT_REQ);
+	EXPECT_EQ(req.bth.conn_id, 0u);
+	EXPECT_EQ(req.conn.peer_incarnation, 0u);
+	EXPECT_EQ(mr_hs_classify_req(nullptr, &req), MR_HS_REQ_NEW);
+	ASSERT_EQ(mr_hs_accept(&b, &lb, &req, 0xbbbb, 5000), MR_HS_EV_ESTABLISHED);
+	mr_pkt resp = Next(b);
+	EXPECT_EQ(resp.bth.conn_id, 0xaaaau);
+	EXPECT_EQ(resp.conn.peer_incarnation, 0x1111u);
+	ASSERT_EQ(mr_hs_on_packet(&a, 20, &resp), MR_HS_EV_ESTABLISHED);
+
+	mr_conn_cfg ca, cb;
+	mr_conn_cfg_defaults(&ca);
+	mr_conn_cfg_defaults(&cb);
+	mr_hs_conn_cfg(&a, &ca);
+	mr_hs_conn_cfg(&b, &cb);
+	EXPECT_EQ(ca.local_conn_id, 0xaaaau);
+	EXPECT_EQ(ca.peer_conn_id, 0xbbbbu);
+	EXPECT_EQ(cb.local_conn_id, ca.peer_conn_id);
+	EXPECT_EQ(cb.peer_conn_id, ca.local_conn_id);
+	EXPECT_EQ(ca.tx_initial_psn, cb.rx_initial_psn);
+	EXPECT_EQ(cb.tx_initial_psn, ca.rx_initial_psn);
+	EXPECT_EQ(ca.n_paths, cb.n_paths);
+	EXPECT_EQ(ca.pmtu, cb.pmtu);
+}
+
+// [MR-CONN-5] CONNECT_REQ goes again after 1 ms, 2 ms, 4 ms, ... 8 times, then fails.
+TEST(Handshake, RequestRetransmitsWithDoublingTimeoutThenFails_MR_CONN_5)
+{
+	mr_hs_local la = Local(0x1111);
+	mr_hs a;
+	ASSERT_EQ(mr_hs_connect(&a, &la, 0, 7, 1), 0);
+	Next(a);
+	u64 t = 0, rto = MR_CONNECT_RTO_NS;
+	for (int i = 0; i < MR_CONNECT_RETRIES; i++) {
+		EXPECT_EQ(mr_hs_next_deadline(&a), t + rto);
+		EXPECT_EQ(mr_hs_on_timer(&a, t + rto - 1), MR_HS_EV_NONE);
+		EXPECT_FALSE(mr_hs_next_packet(&a, nullptr)) << "nothing before the deadline";
+		t += rto;
+		EXPECT_EQ(mr_hs_on_timer(&a, t), MR_HS_EV_NONE);
+		mr_pkt req = Next(a);
+		EXPECT_EQ(req.bth.opcode, MR_OP_CONNECT_REQ);
+		EXPECT_EQ(req.conn.src_conn_id, 7u) << "the same request each time";
+		rto *= 2;
+	}
+	EXPECT_EQ(mr_hs_on_timer(&a, t + rto), MR_HS_EV_FAILED);
+	EXPECT_EQ(a.state, MR_HS_FAILED);
+}
+
+// [MR-CONN-5] a duplicate request gets the very same response, and no second connection.
+TEST(Handshake, DuplicateRequestIsAnsweredWithTheSameResponse_MR_CONN_5)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	mr_pkt resp1 = Next(b);	// lost
+	mr_hs_on_timer(&a, MR_CONNECT_RTO_NS);
+	mr_pkt req2 = Next(a);
+	ASSERT_EQ(mr_hs_classify_req(&b, &req2), MR_HS_REQ_DUPLICATE);
+	mr_hs_on_duplicate_req(&b);
+	mr_pkt resp2 = Next(b);
+	u8 x[MR_MAX_HDR_LEN], y[MR_MAX_HDR_LEN];
+	u32 lx = mr_pkt_build(&resp1, x, sizeof(x)), ly = mr_pkt_build(&resp2, y, sizeof(y));
+	ASSERT_EQ(lx, ly);
+	EXPECT_EQ(memcmp(x, y, lx), 0);
+	EXPECT_EQ(mr_hs_on_packet(&a, 1, &resp2), MR_HS_EV_ESTABLISHED);
+	EXPECT_EQ(mr_hs_on_packet(&a, 2, &resp1), MR_HS_EV_NONE) << "a late duplicate";
+}
+
+// [MR-CONN-7] a request from a new incarnation of a connected peer proves a restart;
+// a response echoing another incarnation is dropped.
+TEST(Handshake, NewIncarnationIsARestartAndForeignResponsesAreDropped_MR_CONN_7)
+{
+	mr_hs_local la = Local(0x1111), la2 = Local(0x3333), lb = Local(0x2222);
+	mr_hs a, a2, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	Next(b);
+	mr_hs_connect(&a2, &la2, 0, 7, 1);	// same conn id by chance, new incarnation
+	mr_pkt req2 = Next(a2);
+	EXPECT_EQ(mr_hs_classify_req(&b, &req2), MR_HS_REQ_RESTARTED);
+
+	mr_hs b2;
+	mr_hs_accept(&b2, &lb, &req2, 10, 3);
+	mr_pkt resp = Next(b2);
+	EXPECT_EQ(mr_hs_on_packet(&a, 0, &resp), MR_HS_EV_NONE) << "answers a2, not a";
+	EXPECT_EQ(a.state, MR_HS_REQ_SENT);
+	EXPECT_EQ(mr_hs_on_packet(&a2, 0, &resp), MR_HS_EV_ESTABLISHED);
+}
+
+// [MR-CONN-11] crossing requests: the higher incarnation's request survives.
+TEST(Handshake, CrossingRequestsConvergeOnOneConnection_MR_CONN_11)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_hs_connect(&b, &lb, 0, 9, 2);
+	mr_pkt ra = Next(a), rb = Next(b);
+	EXPECT_EQ(mr_hs_classify_req(&b, &ra), MR_HS_REQ_IGNORE);
+	ASSERT_EQ(mr_hs_classify_req(&a, &rb), MR_HS_REQ_YIELD);
+	ASSERT_EQ(mr_hs_yield(&a, &rb), MR_HS_EV_ESTABLISHED);
+	EXPECT_EQ(a.local_conn_id, 7u) << "the loser keeps its own id";
+	mr_pkt resp = Next(a);
+	ASSERT_EQ(mr_hs_on_packet(&b, 1, &resp), MR_HS_EV_ESTABLISHED);
+	EXPECT_EQ(b.peer_conn_id, 7u);
+	EXPECT_EQ(a.peer_conn_id, 9u);
+	EXPECT_EQ(mr_hs_on_timer(&a, 10 * MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
+	EXPECT_FALSE(mr_hs_next_packet(&a, nullptr)) << "the loser stops requesting";
+	// the same peer connecting again under a new conn id abandoned the old connection
+	mr_hs a3;
+	mr_hs_connect(&a3, &la, 0, 8, 1);
+	mr_pkt r3 = Next(a3);
+	EXPECT_EQ(mr_hs_classify_req(&b, &r3), MR_HS_REQ_REPLACED);
+}
+
+// [MR-CONN-9] CLOSE is answered by CLOSE_ACK, retried like CONNECT_REQ, and ends both sides.
+TEST(Handshake, CloseIsAcknowledgedAndRetried_MR_CONN_9)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	mr_pkt resp = Next(b);
+	mr_hs_on_packet(&a, 0, &resp);
+	ASSERT_EQ(mr_hs_close(&a, 100, MR_CLOSE_IDLE), 0);
+	mr_pkt close = Next(a);	// lost
+	EXPECT_EQ(close.bth.conn_id, 9u);
+	EXPECT_EQ(mr_hs_on_timer(&a, 100 + MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
+	close = Next(a);
+	EXPECT_EQ(close.close.reason, u32(MR_CLOSE_IDLE));
+	EXPECT_EQ(mr_hs_on_packet(&b, 0, &close), MR_HS_EV_CLOSED);
+	mr_pkt ack = Next(b);
+	EXPECT_EQ(ack.bth.opcode, MR_OP_CLOSE_ACK);
+	EXPECT_EQ(ack.bth.conn_id, 7u);
+	EXPECT_EQ(mr_hs_on_packet(&b, 0, &close), MR_HS_EV_NONE) << "a repeated CLOSE";
+	EXPECT_EQ(Next(b).bth.opcode, MR_OP_CLOSE_ACK) << "is answered again";
+	EXPECT_EQ(mr_hs_on_packet(&a, 0, &ack), MR_HS_EV_CLOSED);
+	EXPECT_EQ(a.state, MR_HS_CLOSED);
+}
+
+} // namespace
