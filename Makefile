@@ -68,5 +68,6 @@ help:
 	@echo "make lint       checkpatch --strict, sparse (C=2), W=1 on 6.12 and 6.1"
 	@echo "make unit       C++/GoogleTest tests of core/ (CMake + CTest)"
 	@echo "make kunit      KUnit suites of core/ in UML (kunit.py)"
+	@echo "make provider   the rdma-core provider: build/provider/libmetaroce-rdmav34.so"
 	@echo "make selftests  guest tests in QEMU; T=name runs one"
 	@echo "make check      all of the above; prints 'N passed, N failed'"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # make check: every test layer, then one line "N passed, N failed".
 #   builds (6.12 and 6.1, W=1) and lint, unit (GoogleTest/CTest), KUnit (UML),
-#   guest selftests (QEMU).  Each layer's log: build/check-logs/LAYER.log
+#   the rdma-core provider, guest selftests (QEMU).
+#   Each layer's log: build/check-logs/LAYER.log
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -60,6 +61,9 @@ if [ -n "$line" ]; then
 else
 	add 0 1 kunit
 fi
+
+# The rdma-core provider the userspace Verbs selftests load: one test.
+if layer provider scripts/provider.sh; then add 1 0 provider; else add 0 1 provider; fi
 
 # Guest selftests: one per test script.
 layer selftests make --no-print-directory selftests

@@ -3,7 +3,9 @@
 # Runs the guest tests, each in fresh QEMU guests; names select tests.
 #   run.sh [NAME...]     e.g. run.sh link_errors
 # A test's "# vm: ..." header line holds its harness options (--pair,
-# --expect-fail, --timeout S, ...).  Prints "N passed, N failed".
+# --expect-fail, --timeout S, ...); a "# needs: provider" line builds the
+# rdma-core provider first (make provider), and fails the test if it cannot.
+# Prints "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../../../.." && pwd)
@@ -27,12 +29,26 @@ else
 	mapfile -t tests < <(ls "$here"/*.sh | grep -v -e '/lib.sh$' -e '/run.sh$')
 fi
 
-passed=0 failed=0 failures=()
+passed=0 failed=0 failures=() provider_rc=
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
 	read -ra opts < <(sed -n 's/^# vm: //p' "$t" | head -n1)
 	start=$SECONDS
 	echo "--- $name"
+	if grep -qx '# needs: provider' "$t"; then
+		if [ -z "$provider_rc" ]; then
+			"$top/scripts/provider.sh"
+			provider_rc=$?
+		fi
+		# Never test a stale provider left by an earlier build.
+		if [ "$provider_rc" != 0 ]; then
+			echo "$name: needs the rdma-core provider, which could not be built (see above)"
+			failed=$((failed + 1))
+			failures+=("$name")
+			echo "FAIL $name ($((SECONDS - start)) s)"
+			continue
+		fi
+	fi
 	if "$vm" "${opts[@]}" "$t"; then
 		passed=$((passed + 1))
 		echo "PASS $name ($((SECONDS - start)) s)"
