@@ -15,6 +15,7 @@ void mr_conn_cfg_defaults(struct mr_conn_cfg *cfg)
 	cfg->rto.initial_ns = MR_INITIAL_RTO_NS;
 	cfg->rto.min_ns = MR_MIN_RTO_NS;
 	cfg->rto.max_ns = MR_MAX_RTO_NS;
+	cfg->conn_timeout_ns = MR_CONN_TIMEOUT_NS;
 }
 
 void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
@@ -57,14 +58,15 @@ int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id)
 	return -1;
 }
 
-int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rkey, u64 cookie)
+int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 {
 	struct mr_tx_stream *st;
 	struct mr_tx_msg *m;
+	bool request = mr_opcode_is_request(wr->opcode);
 
-	if (slot >= MR_CONN_STREAMS || !c->tx[slot].in_use || len > MR_MAX_MSG_LEN)
+	if (slot >= MR_CONN_STREAMS || !c->tx[slot].in_use || wr->len > MR_MAX_MSG_LEN)
 		return -1;
-	if (opcode != MR_OP_SEND && opcode != MR_OP_WRITE)
+	if (wr->opcode != MR_OP_SEND && wr->opcode != MR_OP_WRITE && !request)
 		return -1;
 	st = &c->tx[slot];
 	if (!mr_tx_stream_can_post(st))
@@ -72,16 +74,151 @@ int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rk
 	m = mr_tx_stream_msg(st, st->next_msn);
 	memset(m, 0, sizeof(*m));
 	m->state = MR_MSG_OPEN;
-	m->opcode = opcode;
+	m->opcode = wr->opcode;
 	m->msn = st->next_msn++;
-	m->len = len;
-	m->npkts = mr_msg_npkts(len, c->cfg.pmtu);
-	m->va = va;
-	m->rkey = rkey;
-	m->cookie = cookie;
-	if (opcode == MR_OP_SEND)
+	m->len = wr->opcode == MR_OP_READ_REQ || !request ? wr->len : 8;
+	m->npkts = request ? 1 : mr_msg_npkts(m->len, c->cfg.pmtu);
+	m->va = wr->va;
+	m->rkey = wr->rkey;
+	m->swap_add = wr->swap_add;
+	m->compare = wr->compare;
+	m->cookie = wr->cookie;
+	m->fence = !!(wr->flags & MR_WR_FENCE);
+	if (request)
+		m->resp_npkts = wr->opcode == MR_OP_READ_REQ ?
+				mr_msg_npkts(m->len, c->cfg.pmtu) : 1;
+	if (wr->opcode == MR_OP_SEND)
 		m->rsn = st->next_rsn++;
 	return 0;
+}
+
+int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rkey, u64 cookie)
+{
+	struct mr_wr wr = {
+		.opcode = opcode, .len = len, .va = va, .rkey = rkey, .cookie = cookie,
+	};
+
+	if (mr_opcode_is_request(opcode) && opcode != MR_OP_READ_REQ)
+		return -1;
+	return mr_conn_post_wr(c, slot, &wr);
+}
+
+void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us)
+{
+	if (slot >= MR_CONN_STREAMS)
+		return;
+	c->tx[slot].rnr_retry = rnr_retry;
+	c->tx[slot].min_rnr_us = min_rnr_us;
+}
+
+/* [MR-NAK-2] the requester's completion status for each NAK code. */
+u8 mr_nak_status(u8 code)
+{
+	switch (code) {
+	case MR_NAK_RNR:
+		return MR_WC_RNR_RETRY_EXC_ERR;
+	case MR_NAK_INVALID_REQUEST:
+		return MR_WC_REM_INV_REQ_ERR;
+	case MR_NAK_BAD_RKEY:
+	case MR_NAK_BOUNDS:
+	case MR_NAK_ACCESS:
+		return MR_WC_REM_ACCESS_ERR;
+	default:
+		return MR_WC_REM_OP_ERR;
+	}
+}
+
+/* A requester's WQE is finished when acknowledged and, for Reads and atomics, answered. */
+static bool mr_tx_msg_finished(const struct mr_tx_stream *st, const struct mr_tx_msg *m)
+{
+	if (mr_opcode_is_request(m->opcode))
+		return mr_tx_msg_resp_done(m);
+	return mr_seq_before(m->msn, st->msn_acked);
+}
+
+void mr_conn_fail(struct mr_conn *c, u8 status)
+{
+	u32 i, msn;
+
+	c->failed = true;
+	for (i = 0; i < MR_CONN_STREAMS; i++) {
+		struct mr_tx_stream *ts = &c->tx[i];
+		struct mr_rx_stream *rs = &c->rx[i];
+
+		if (ts->in_use) {
+			for (msn = ts->msn_polled; msn != ts->next_msn; msn++)
+				if (!mr_tx_msg_finished(ts, mr_tx_stream_msg(ts, msn)))
+					break;
+			mr_tx_stream_error(ts, msn, status);
+		}
+		if (rs->in_use) {
+			mr_rx_stream_error(rs, rs->msn_cum, MR_NAK_INVALID_REQUEST);
+			rs->nak_pending = false;	/* nobody to tell */
+		}
+	}
+}
+
+static bool mr_poll_rx(struct mr_conn *c, u32 i, struct mr_completion *out)
+{
+	struct mr_rx_stream *rs = &c->rx[i];
+
+	while (rs->msn_reported != rs->msn_cum) {
+		struct mr_rx_msg *m = &rs->msg[rs->msn_reported % MR_STREAM_MAX_MSGS];
+		bool silent = mr_opcode_is_request(m->opcode);
+
+		memset(out, 0, sizeof(*out));
+		out->kind = MR_COMPL_RECV;
+		out->opcode = m->opcode;
+		out->stream_slot = (u8)i;
+		out->flags = m->flags;
+		out->msn = m->msn;
+		out->rsn = m->rsn;
+		out->len = m->len;
+		out->imm = m->imm;
+		m->state = MR_MSG_FREE;
+		rs->msn_reported++;
+		rs->touched = true;	/* the peer learns the new msn_cum */
+		if (!silent)
+			return true;	/* Reads and atomics complete nothing here */
+	}
+	if (rs->err && !rs->err_reported && rs->msn_reported == rs->err_msn) {
+		memset(out, 0, sizeof(*out));
+		out->kind = MR_COMPL_STREAM_ERROR;
+		out->stream_slot = (u8)i;
+		out->msn = rs->err_msn;
+		out->status = mr_nak_status(rs->nak_code);
+		rs->err_reported = true;
+		return true;
+	}
+	return false;
+}
+
+/* [MR-VERBS-3] in posting order; [MR-VERBS-8] the failed WQE, then flushes. */
+static bool mr_poll_tx(struct mr_conn *c, u32 i, struct mr_completion *out)
+{
+	struct mr_tx_stream *ts = &c->tx[i];
+	struct mr_tx_msg *m;
+	u8 status = MR_WC_SUCCESS;
+
+	if (ts->msn_polled == ts->next_msn)
+		return false;
+	m = mr_tx_stream_msg(ts, ts->msn_polled);
+	if (mr_tx_stream_in_error(ts, ts->msn_polled))
+		status = ts->msn_polled == ts->err_msn ? ts->err_status : MR_WC_WR_FLUSH_ERR;
+	else if (!mr_tx_msg_finished(ts, m))
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->kind = MR_COMPL_SEND;
+	out->opcode = m->opcode;
+	out->stream_slot = (u8)i;
+	out->status = status;
+	out->msn = m->msn;
+	out->len = m->len;
+	out->cookie = m->cookie;
+	out->orig = m->orig;
+	m->state = MR_MSG_FREE;
+	ts->msn_polled++;
+	return true;
 }
 
 bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out)
@@ -89,40 +226,10 @@ bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out)
 	u32 i;
 
 	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		struct mr_rx_stream *rs = &c->rx[i];
-		struct mr_tx_stream *ts = &c->tx[i];
-
-		if (rs->in_use && rs->msn_reported != rs->msn_cum) {
-			struct mr_rx_msg *m = &rs->msg[rs->msn_reported % MR_STREAM_MAX_MSGS];
-
-			memset(out, 0, sizeof(*out));
-			out->kind = MR_COMPL_RECV;
-			out->opcode = m->opcode;
-			out->stream_slot = (u8)i;
-			out->flags = m->flags;
-			out->msn = m->msn;
-			out->rsn = m->rsn;
-			out->len = m->len;
-			out->imm = m->imm;
-			m->state = MR_MSG_FREE;
-			rs->msn_reported++;
-			rs->touched = true;	/* the peer learns the new msn_cum */
+		if (c->rx[i].in_use && mr_poll_rx(c, i, out))
 			return true;
-		}
-		if (ts->in_use && ts->msn_polled != ts->msn_acked) {
-			struct mr_tx_msg *m = mr_tx_stream_msg(ts, ts->msn_polled);
-
-			memset(out, 0, sizeof(*out));
-			out->kind = MR_COMPL_SEND;
-			out->opcode = m->opcode;
-			out->stream_slot = (u8)i;
-			out->msn = m->msn;
-			out->len = m->len;
-			out->cookie = m->cookie;
-			m->state = MR_MSG_FREE;
-			ts->msn_polled++;
+		if (c->tx[i].in_use && mr_poll_tx(c, i, out))
 			return true;
-		}
 	}
 	return false;
 }
@@ -130,31 +237,22 @@ bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out)
 u64 mr_conn_next_deadline(const struct mr_conn *c)
 {
 	u64 t = MR_NO_DEADLINE;
-	u32 p, i, msn;
+	u32 p, i;
 
+	if (c->failed)
+		return t;
 	for (p = 0; p < c->cfg.n_paths; p++) {
-		const struct mr_path_tx *tp = &c->tx_path[p];
 		const struct mr_sack_rx *rp = &c->rx_path[p];
 
-		if (tp->outstanding)
-			t = mr_min_u64(t, tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto));
 		if (rp->ack_now)
 			t = 0;
 		else if (rp->unacked && rp->ack_deadline_ns)
 			t = mr_min_u64(t, rp->ack_deadline_ns);
 	}
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		const struct mr_tx_stream *st = &c->tx[i];
-
-		if (!st->in_use)
-			continue;
-		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
-			const struct mr_tx_msg *m = &st->msg[msn % MR_STREAM_MAX_MSGS];
-
-			if (m->state == MR_MSG_OPEN && m->acked_count == m->npkts)
-				t = mr_min_u64(t, m->all_acked_ns + c->cfg.rto.min_ns);
-		}
-	}
+	for (i = 0; i < MR_CONN_STREAMS; i++)
+		if (c->rx[i].in_use && c->rx[i].nak_pending)
+			t = 0;
+	t = mr_min_u64(t, mr_conn_sender_deadline(c));
 	if (c->next_send_ns)
 		t = mr_min_u64(t, c->next_send_ns);
 	return t;
@@ -173,9 +271,12 @@ bool mr_conn_quiescent(const struct mr_conn *c)
 
 		if (ts->in_use && ts->msn_polled != ts->next_msn)
 			return false;
+		for (msn = 0; ts->in_use && msn < MR_STREAM_MAX_MSGS; msn++)
+			if (ts->resp[msn].state == MR_MSG_OPEN)
+				return false;
 		if (!rs->in_use)
 			continue;
-		if (rs->msn_reported != rs->msn_cum)
+		if (rs->msn_reported != rs->msn_cum || rs->nak_pending)
 			return false;
 		for (msn = 0; msn < MR_STREAM_MAX_MSGS; msn++)
 			if (rs->msg[msn].state != MR_MSG_FREE)

@@ -10,6 +10,33 @@
 #define MR_ACK_FREQ		4
 #define MR_ACK_DELAY_NS		10000ULL
 #define MR_NO_DEADLINE		((u64)-1)
+#define MR_CONN_TIMEOUT_NS	2000000000ULL
+#define MR_RNR_INFINITE		7
+
+/* Work completion status, as Verbs reports it; [MR-NAK-2] maps NAK codes onto it. */
+enum mr_wc_status {
+	MR_WC_SUCCESS,
+	MR_WC_RETRY_EXC_ERR,
+	MR_WC_RNR_RETRY_EXC_ERR,
+	MR_WC_REM_INV_REQ_ERR,
+	MR_WC_REM_ACCESS_ERR,
+	MR_WC_REM_OP_ERR,
+	MR_WC_WR_FLUSH_ERR,
+};
+
+#define MR_WR_FENCE		0x1	/* [MR-VERBS-5] */
+
+/* A work request: SEND, WRITE, READ_REQ, ATOMIC_CAS or ATOMIC_FADD. */
+struct mr_wr {
+	u8 opcode;
+	u8 flags;		/* MR_WR_* */
+	u32 len;		/* SEND, WRITE: message bytes; READ_REQ: bytes to read */
+	u64 va;			/* remote address */
+	u32 rkey;
+	u64 swap_add;
+	u64 compare;
+	u64 cookie;		/* the caller's, returned in the completion */
+};
 
 struct mr_conn_cfg {
 	u32 local_conn_id;	/* what the peer puts in packets to us */
@@ -24,11 +51,30 @@ struct mr_conn_cfg {
 	u32 conn_max_window;
 	u64 ack_delay_ns;
 	struct mr_rto_cfg rto;
+	u64 conn_timeout_ns;	/* [MR-CONN-10] */
 	u64 seed;		/* randomness is an input */
+};
+
+struct mr_place;
+struct mr_exec;
+
+/*
+ * What the engine asks of its caller while receiving. Both return 0 to go on, or a NAK
+ * code (enum mr_nak_code) that the engine then sends, [MR-SEC-1] [MR-NAK-1].
+ */
+struct mr_conn_ops {
+	/* May this SEND or WRITE packet be placed? RNR sets *info to the delay in us. */
+	u8 (*check_place)(void *ctx, const struct mr_place *pl, u32 *info);
+	/* Check, and for an atomic execute (setting ex->orig), a Read or atomic in MSN order. */
+	u8 (*execute)(void *ctx, struct mr_exec *ex);
 };
 
 struct mr_conn {
 	struct mr_conn_cfg cfg;
+	const struct mr_conn_ops *ops;	/* NULL: everything may be placed and executed */
+	void *ops_ctx;
+	bool failed;		/* [MR-CONN-10] */
+	u64 last_ack_ns;
 	u64 rng;
 	u32 rr_stream;
 	u32 rr_path;
@@ -42,6 +88,8 @@ struct mr_conn {
 	struct mr_rx_stream rx[MR_CONN_STREAMS];
 	u32 retransmits;
 	u32 msg_probes;
+	u32 tail_probes;
+	u32 naks_sent;
 	u32 rx_dropped;
 	u32 rx_duplicates;
 };
@@ -52,6 +100,8 @@ struct mr_tx_desc {
 	u16 entropy;		/* UDP source port */
 	u8 stream_slot;
 	u64 cookie;		/* of the message, to find its source buffer */
+	u64 va;			/* READ_RESP: the responder's source address of offset 0 */
+	u32 rkey;
 };
 
 /* Data to place, [MR-WIRE-6] [MR-WIRE-7]. */
@@ -65,23 +115,41 @@ struct mr_place {
 	u32 offset;
 	u32 len;
 	const u8 *data;
+	u64 cookie;		/* READ_RESP, ATOMIC_RESP: the requester's WQE */
+	u64 orig;		/* ATOMIC_RESP */
+};
+
+/* A Read or atomic to execute at the responder, [MR-VERBS-4]. */
+struct mr_exec {
+	u8 stream_slot;
+	u8 opcode;
+	u32 msn;
+	u64 va;
+	u32 rkey;
+	u32 len;
+	u64 swap_add;
+	u64 compare;
+	u64 orig;		/* set by the caller for atomics */
 };
 
 enum mr_completion_kind {
 	MR_COMPL_SEND,		/* requester: message acknowledged */
 	MR_COMPL_RECV,		/* responder: message complete, in MSN order */
+	MR_COMPL_STREAM_ERROR,	/* responder: the stream entered the error state */
 };
 
 struct mr_completion {
 	u8 kind;
 	u8 opcode;
 	u8 stream_slot;
+	u8 status;		/* enum mr_wc_status */
 	u16 flags;
 	u32 msn;
 	u32 rsn;
 	u32 len;
 	u32 imm;
 	u64 cookie;
+	u64 orig;		/* atomics */
 };
 
 enum mr_rx_result {
@@ -94,17 +162,28 @@ void mr_conn_cfg_defaults(struct mr_conn_cfg *cfg);
 void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg);
 /* Pair a local stream (our QPN) with the peer's; returns the slot or -1. */
 int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id);
-/* Queue a SEND or WRITE; returns 0, or -1 when the stream's message window is full. */
+/* Queue a work request; returns 0, or -1 when the stream's message window is full. */
+int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr);
+/* The same for a SEND, WRITE or READ_REQ without flags. */
 int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rkey, u64 cookie);
+/* [MR-NAK-4] the QP's rnr_retry (7: infinite) and min_rnr_timer. */
+void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us);
+/* [MR-CONN-10] [MR-VERBS-8] fail every stream: oldest WQE with status, the rest flushed. */
+void mr_conn_fail(struct mr_conn *c, u8 status);
+u8 mr_nak_status(u8 code);
 
 /* Sender, sender.c. */
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out);
 void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *ack);
 void mr_conn_on_timer(struct mr_conn *c, u64 now);
+void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *nak);
+/* Earliest RTO, tail-loss probe, message probe, RNR wait or connection timeout. */
+u64 mr_conn_sender_deadline(const struct mr_conn *c);
 
 /* Receiver, receiver.c. */
 enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pkt *pkt, bool ce,
 				  struct mr_place *place);
+/* ACKs, then NAKs, [MR-NAK-3]. */
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out);
 
 /* Completions in MSN order per stream, conn.c. */

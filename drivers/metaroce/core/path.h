@@ -22,6 +22,8 @@ enum mr_path_state {
 /* What one outstanding PSN carried, [MR-SACK-1]. */
 struct mr_tx_rec {
 	bool valid;
+	bool resp;		/* a READ_RESP or ATOMIC_RESP of the responder */
+	u8 round;		/* of the message, see struct mr_tx_msg */
 	u8 stream_slot;
 	u32 msn;
 	u32 pkt_idx;
@@ -44,6 +46,9 @@ struct mr_path_tx {
 	u32 una;		/* oldest PSN that may still be outstanding */
 	u32 outstanding;
 	u64 rto_start_ns;	/* the RTO runs from here while outstanding > 0 */
+	u64 last_send_ns;	/* [MR-REL-6] */
+	u64 last_ack_ns;
+	bool tlp_done;		/* one tail-loss probe per silence */
 	struct mr_rtt rtt;
 	struct mr_cc_path cc;
 	struct mr_tx_rec rec[MR_SACK_BITS];	/* indexed by psn % 256 */

@@ -36,53 +36,145 @@ static void mr_rx_count(struct mr_sack_rx *s, const struct mr_pkt *pkt, bool ce)
 	s->ts_echo = pkt->bth.timestamp;
 }
 
-enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pkt *pkt, bool ce,
-				  struct mr_place *place)
+/*
+ * [MR-VERBS-4] Reads and atomics execute when every earlier message is complete; the
+ * response goes out through the responder's own paths, [MR-REL-12].
+ */
+static u8 mr_rx_execute(struct mr_conn *c, u32 slot, struct mr_rx_msg *m)
+{
+	struct mr_tx_msg *r = &c->tx[slot].resp[m->msn % MR_STREAM_MAX_MSGS];
+	bool read = m->opcode == MR_OP_READ_REQ;
+	struct mr_exec ex;
+	u8 code = 0;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.stream_slot = (u8)slot;
+	ex.opcode = m->opcode;
+	ex.msn = m->msn;
+	ex.va = m->req.va;
+	ex.rkey = m->req.rkey;
+	ex.len = read ? m->req.length : 8;
+	ex.swap_add = m->req.swap_add;
+	ex.compare = m->req.compare;
+	if (!read && (ex.va & 7))
+		code = MR_NAK_ACCESS;	/* misaligned atomic */
+	else if (c->ops && c->ops->execute)
+		code = c->ops->execute(c->ops_ctx, &ex);
+	if (code)
+		return code;
+	memset(r, 0, sizeof(*r));
+	r->state = MR_MSG_OPEN;
+	r->opcode = read ? MR_OP_READ_RESP : MR_OP_ATOMIC_RESP;
+	r->msn = m->msn;
+	r->len = read ? ex.len : 0;
+	r->npkts = mr_msg_npkts(r->len, c->cfg.pmtu);
+	r->va = ex.va;
+	r->rkey = ex.rkey;
+	r->orig = ex.orig;
+	return 0;
+}
+
+/* [MR-VERBS-2] move msn_cum over complete messages, executing requests on the way. */
+static void mr_rx_advance(struct mr_conn *c, u32 slot)
+{
+	struct mr_rx_stream *st = &c->rx[slot];
+	struct mr_rx_msg *m;
+	u8 code;
+
+	while ((m = mr_rx_stream_head_done(st))) {
+		if (mr_opcode_is_request(m->opcode)) {
+			code = mr_rx_execute(c, slot, m);
+			if (code) {
+				mr_rx_stream_error(st, m->msn, code);
+				return;
+			}
+		}
+		st->msn_cum++;
+	}
+}
+
+/* [MR-REL-12] a duplicate of an answered atomic is answered again from the cache. */
+static void mr_rx_replay(struct mr_conn *c, u32 slot, const struct mr_pkt *pkt)
+{
+	struct mr_tx_msg *r = &c->tx[slot].resp[pkt->bth.msn % MR_STREAM_MAX_MSGS];
+
+	if (pkt->bth.opcode == MR_OP_READ_REQ || r->msn != pkt->bth.msn ||
+	    r->opcode != MR_OP_ATOMIC_RESP || r->state != MR_MSG_DONE)
+		return;
+	r->state = MR_MSG_OPEN;
+	mr_tx_msg_restart(r, 0);
+}
+
+static bool mr_rx_ack_at_once(const struct mr_pkt *pkt, bool ce, enum mr_sack_verdict sv)
+{
+	return (pkt->bth.flags & MR_F_ACK_REQ) || ce || sv == MR_SACK_OUT_OF_ORDER;
+}
+
+/*
+ * The requester's half of a Read or atomic: place the response at the WQE's buffer once,
+ * [MR-SEC-1] [MR-REL-7].
+ */
+static enum mr_rx_result mr_rx_response(struct mr_conn *c, u64 now, const struct mr_pkt *pkt,
+					bool ce, enum mr_sack_verdict sv, struct mr_place *place)
 {
 	const struct mr_bth *bth = &pkt->bth;
-	enum mr_sack_verdict sv;
-	enum mr_rx_verdict mv;
-	struct mr_rx_stream *st;
-	struct mr_sack_rx *s;
-	u32 slot = 0;
+	struct mr_sack_rx *s = &c->rx_path[bth->path_id];
+	bool read = bth->opcode == MR_OP_READ_RESP;
+	struct mr_tx_stream *ts;
+	struct mr_tx_msg *m;
+	u32 slot = 0, idx;
 
-	if (bth->opcode == MR_OP_ACK) {
-		mr_conn_on_ack(c, now, pkt);
-		return MR_RX_RESULT_NONE;
-	}
-	if (bth->conn_id != c->cfg.local_conn_id || bth->path_id >= c->cfg.n_paths)
-		goto drop;
-	s = &c->rx_path[bth->path_id];
-	sv = mr_sack_rx_classify(s, bth->psn);
-	if (sv == MR_SACK_BEYOND_WINDOW)
-		goto drop;	/* [MR-ACK-3] no acknowledgment */
-	if (bth->opcode == MR_OP_PROBE) {
-		mr_sack_rx_record(s, bth->psn);
-		mr_rx_count(s, pkt, ce);
-		mr_rx_schedule_ack(c, s, now, true);
-		return MR_RX_RESULT_NONE;
-	}
-	if (bth->opcode != MR_OP_SEND && bth->opcode != MR_OP_WRITE)
-		goto drop;	/* Reads and atomics are not implemented by this engine yet */
-	st = mr_rx_lookup(c, bth->stream, &slot);
-	if (!st)
-		goto drop;
-	mv = mr_rx_stream_classify(st, pkt, c->cfg.pmtu);
-	if (mv == MR_RX_BEYOND || mv == MR_RX_INVALID)
-		goto drop;	/* [MR-REL-9] not acknowledged, the sender will resend */
-
+	if (!mr_rx_lookup(c, bth->stream, &slot))
+		return MR_RX_RESULT_DROP;
+	ts = &c->tx[slot];
+	m = mr_tx_stream_msg(ts, bth->msn);
+	if (mr_seq_before(bth->msn, ts->msn_polled) || m->msn != bth->msn ||
+	    m->state == MR_MSG_FREE || mr_tx_stream_in_error(ts, bth->msn))
+		goto dup;	/* completed or flushed: acknowledge, place nothing */
+	if (!mr_seq_before(bth->msn, ts->next_msn) ||
+	    m->opcode != (read ? MR_OP_READ_REQ : m->opcode) || !mr_opcode_is_request(m->opcode) ||
+	    (read && (pkt->msgh.msg_len != m->len || bth->offset % c->cfg.pmtu ||
+		      bth->payload_len != mr_min_u32(c->cfg.pmtu, m->len - bth->offset))) ||
+	    (!read && m->opcode == MR_OP_READ_REQ))
+		return MR_RX_RESULT_DROP;
+	idx = read ? bth->offset / c->cfg.pmtu : 0;
+	if (idx < m->resp_base || mr_bits_test(m->resp_bits, idx - m->resp_base))
+		goto dup;
+	if (idx - m->resp_base >= MR_MSG_PKT_WINDOW)
+		return MR_RX_RESULT_DROP;
 	mr_sack_rx_record(s, bth->psn);
 	mr_rx_count(s, pkt, ce);
-	st->touched = true;
-	if (sv == MR_SACK_DUPLICATE || mv == MR_RX_DUP) {
-		/* [MR-ACK-3] [MR-REL-7] [MR-REL-10] acknowledge at once, place nothing */
-		c->rx_duplicates++;
-		mr_rx_schedule_ack(c, s, now, true);
+	mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv) || sv == MR_SACK_DUPLICATE);
+	if (sv == MR_SACK_DUPLICATE)
 		return MR_RX_RESULT_NONE;
-	}
-	mr_rx_schedule_ack(c, s, now, (bth->flags & MR_F_ACK_REQ) || ce ||
-			   sv == MR_SACK_OUT_OF_ORDER);
-	mr_rx_stream_accept(st, pkt, c->cfg.pmtu);
+	mr_bits_set(m->resp_bits, idx - m->resp_base);
+	m->resp_received++;
+	idx = mr_bits_trailing_ones(m->resp_bits);
+	m->resp_base += idx;
+	mr_bits_shift_down(m->resp_bits, idx);
+	memset(place, 0, sizeof(*place));
+	place->stream_slot = (u8)slot;
+	place->opcode = bth->opcode;
+	place->msn = bth->msn;
+	place->offset = bth->offset;
+	place->len = bth->payload_len;
+	place->data = pkt->payload;
+	place->cookie = m->cookie;
+	place->orig = pkt->atomic_orig;
+	if (!read)
+		m->orig = pkt->atomic_orig;
+	return MR_RX_RESULT_PLACE;
+dup:
+	mr_sack_rx_record(s, bth->psn);
+	mr_rx_count(s, pkt, ce);
+	c->rx_duplicates++;
+	mr_rx_schedule_ack(c, s, now, true);
+	return MR_RX_RESULT_NONE;
+}
+
+static void mr_rx_fill_place(const struct mr_pkt *pkt, u32 slot, struct mr_place *place)
+{
+	const struct mr_bth *bth = &pkt->bth;
 
 	memset(place, 0, sizeof(*place));
 	place->stream_slot = (u8)slot;
@@ -97,7 +189,119 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 		place->va = pkt->reth.va;
 		place->rkey = pkt->reth.rkey;
 	}
-	return MR_RX_RESULT_PLACE;
+}
+
+static bool mr_rx_is_request(u8 opcode)
+{
+	return opcode == MR_OP_SEND || opcode == MR_OP_WRITE || mr_opcode_is_request(opcode);
+}
+
+enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pkt *pkt, bool ce,
+				  struct mr_place *place)
+{
+	const struct mr_bth *bth = &pkt->bth;
+	enum mr_sack_verdict sv;
+	enum mr_rx_verdict mv;
+	struct mr_rx_stream *st;
+	struct mr_sack_rx *s;
+	u32 slot = 0, info = 0;
+	u8 code = 0;
+
+	if (c->failed)
+		goto drop;
+	if (bth->opcode == MR_OP_ACK) {
+		mr_conn_on_ack(c, now, pkt);
+		return MR_RX_RESULT_NONE;
+	}
+	if (bth->conn_id != c->cfg.local_conn_id)
+		goto drop;
+	if (bth->opcode == MR_OP_NAK) {
+		mr_conn_on_nak(c, now, pkt);
+		return MR_RX_RESULT_NONE;
+	}
+	if (bth->path_id >= c->cfg.n_paths)
+		goto drop;
+	s = &c->rx_path[bth->path_id];
+	sv = mr_sack_rx_classify(s, bth->psn);
+	if (sv == MR_SACK_BEYOND_WINDOW)
+		goto drop;	/* [MR-ACK-3] no acknowledgment */
+	if (bth->opcode == MR_OP_PROBE) {
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, true);
+		return MR_RX_RESULT_NONE;
+	}
+	if (bth->opcode == MR_OP_READ_RESP || bth->opcode == MR_OP_ATOMIC_RESP) {
+		enum mr_rx_result res = mr_rx_response(c, now, pkt, ce, sv, place);
+
+		if (res == MR_RX_RESULT_DROP)
+			goto drop;
+		return res;
+	}
+	if (!mr_rx_is_request(bth->opcode))
+		goto drop;
+	st = mr_rx_lookup(c, bth->stream, &slot);
+	if (!st)
+		goto drop;
+	if (st->err && !mr_seq_before(bth->msn, st->err_msn)) {
+		/* [MR-NAK-1] [MR-NAK-3] [MR-VERBS-8] acknowledge, place nothing, NAK again */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, true);
+		st->nak_pending = true;
+		return MR_RX_RESULT_NONE;
+	}
+	mv = mr_rx_stream_classify(st, pkt, c->cfg.pmtu);
+	if (mv == MR_RX_BEYOND || mv == MR_RX_INVALID)
+		goto drop;	/* [MR-REL-9] not acknowledged, the sender will resend */
+
+	if (sv == MR_SACK_DUPLICATE || mv == MR_RX_DUP) {
+		/* [MR-ACK-3] [MR-REL-7] [MR-REL-10] acknowledge at once, place nothing */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		st->touched = true;
+		c->rx_duplicates++;
+		mr_rx_schedule_ack(c, s, now, true);
+		if (mv == MR_RX_DUP)
+			mr_rx_replay(c, slot, pkt);
+		if (st->nak_code == MR_NAK_RNR && st->nak_msn == bth->msn)
+			st->nak_pending = true;		/* [MR-REL-11] the pending NAK */
+		return MR_RX_RESULT_NONE;
+	}
+	mr_rx_fill_place(pkt, slot, place);
+	if ((bth->opcode == MR_OP_SEND || bth->opcode == MR_OP_WRITE) && c->ops &&
+	    c->ops->check_place)
+		code = c->ops->check_place(c->ops_ctx, place, &info);
+	mr_sack_rx_record(s, bth->psn);
+	mr_rx_count(s, pkt, ce);
+	st->touched = true;
+	if (code) {
+		/* [MR-NAK-1] the PSN is acknowledged; nothing is placed */
+		mr_rx_schedule_ack(c, s, now, true);
+		if (code == MR_NAK_RNR) {
+			st->nak_code = MR_NAK_RNR;
+			st->nak_msn = bth->msn;
+			st->nak_info = info;
+			st->nak_pending = true;
+		} else {
+			mr_rx_stream_error(st, bth->msn, code);
+		}
+		return MR_RX_RESULT_NONE;
+	}
+	mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv));
+	mr_rx_stream_accept(st, pkt, c->cfg.pmtu);
+	if (mr_opcode_is_request(bth->opcode)) {
+		struct mr_rx_msg *m = &st->msg[bth->msn % MR_STREAM_MAX_MSGS];
+		bool read = bth->opcode == MR_OP_READ_REQ;
+
+		m->req.va = read ? pkt->reth.va : pkt->atomic.va;
+		m->req.rkey = read ? pkt->reth.rkey : pkt->atomic.rkey;
+		m->req.length = read ? pkt->reth.length : 8;
+		m->req.swap_add = pkt->atomic.swap_add;
+		m->req.compare = pkt->atomic.compare;
+	}
+	mr_rx_advance(c, slot);
+	return mr_opcode_is_request(bth->opcode) ? MR_RX_RESULT_NONE : MR_RX_RESULT_PLACE;
 drop:
 	c->rx_dropped++;
 	return MR_RX_RESULT_DROP;
@@ -138,9 +342,37 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	s->ack_deadline_ns = 0;
 }
 
+/* [MR-NAK-3] a NAK names the stream and msn of the failed message. */
+static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
+{
+	u32 i;
+
+	for (i = 0; i < MR_CONN_STREAMS; i++) {
+		struct mr_rx_stream *st = &c->rx[i];
+
+		if (!st->in_use || !st->nak_pending)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->bth.version = MR_VERSION;
+		out->bth.opcode = MR_OP_NAK;
+		out->bth.conn_id = c->cfg.peer_conn_id;
+		out->bth.stream = st->id;
+		out->bth.msn = st->nak_msn;
+		out->nak.code = st->nak_code;
+		out->nak.info = st->nak_code == MR_NAK_RNR ? st->nak_info : 0;
+		st->nak_pending = false;
+		c->naks_sent++;
+		return true;
+	}
+	return false;
+}
+
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out)
 {
 	u32 p;
+
+	if (c->failed)
+		return false;
 
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		struct mr_sack_rx *s = &c->rx_path[p];
@@ -150,5 +382,5 @@ bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out)
 			return true;
 		}
 	}
-	return false;
+	return mr_next_nak(c, out);
 }

@@ -9,13 +9,55 @@ struct mr_pick {
 	u32 idx;
 	bool retx;
 	bool probe;		/* [MR-REL-11] message probe */
+	bool resp;		/* a READ_RESP or ATOMIC_RESP */
 };
 
 static struct mr_pick mr_make_pick(u32 slot, u32 msn, u32 idx, bool retx, bool probe)
 {
-	struct mr_pick p = { slot, msn, idx, retx, probe };
+	struct mr_pick p = { slot, msn, idx, retx, probe, false };
 
 	return p;
+}
+
+static struct mr_tx_msg *mr_pick_msg(struct mr_conn *c, const struct mr_pick *p)
+{
+	struct mr_tx_stream *st = &c->tx[p->slot];
+
+	return p->resp ? &st->resp[p->msn % MR_STREAM_MAX_MSGS] : mr_tx_stream_msg(st, p->msn);
+}
+
+/* [MR-REL-11] one RTO of the path that delivered the message's last packet. */
+static u64 mr_msg_probe_at(const struct mr_conn *c, const struct mr_tx_msg *m)
+{
+	u32 p = m->probe_path < c->cfg.n_paths ? m->probe_path : 0;
+
+	return m->all_acked_ns + mr_path_rto_ns(&c->tx_path[p], &c->cfg.rto);
+}
+
+/* [MR-VERBS-5] a fenced WQE waits for every earlier Read and atomic. */
+static bool mr_fence_blocks(struct mr_tx_stream *st, u32 msn)
+{
+	u32 x;
+
+	for (x = st->msn_polled; x != msn; x++) {
+		const struct mr_tx_msg *m = mr_tx_stream_msg(st, x);
+
+		if (m->state != MR_MSG_FREE && mr_opcode_is_request(m->opcode) &&
+		    !mr_tx_msg_resp_done(m))
+			return true;
+	}
+	return false;
+}
+
+/* [MR-REL-6] PTO = max(2 SRTT, MIN_RTO / 2) after the later of last send and last ACK. */
+static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
+{
+	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
+
+	if (!tp->outstanding || tp->tlp_done || tp->state != MR_PATH_ACTIVE ||
+	    pto >= mr_path_rto_ns(tp, &c->cfg.rto))
+		return MR_NO_DEADLINE;
+	return mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + pto;
 }
 
 static u32 mr_conn_outstanding(const struct mr_conn *c)
@@ -59,7 +101,13 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 			bool retx = false;
 			u32 idx;
 
-			if (m->state != MR_MSG_OPEN)
+			if (m->state != MR_MSG_OPEN || m->msn != msn)
+				continue;
+			if (mr_tx_stream_in_error(st, msn))
+				break;
+			if (m->fence && mr_fence_blocks(st, msn))
+				break;
+			if (now < m->rnr_until_ns)
 				continue;
 			if (mr_tx_msg_next_index(m, &idx, &retx)) {
 				if (retx) {
@@ -71,9 +119,26 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 					have_new = true;
 				}
 			} else if (m->acked_count == m->npkts && !have_probe &&
-				   now >= m->all_acked_ns + c->cfg.rto.min_ns) {
+				   now >= mr_msg_probe_at(c, m)) {
 				first_probe = mr_make_pick(slot, msn, m->npkts - 1, true, true);
 				have_probe = true;
+			}
+		}
+		for (msn = 0; msn < MR_STREAM_MAX_MSGS; msn++) {
+			struct mr_tx_msg *r = &st->resp[msn];
+			bool retx = false;
+			u32 idx;
+
+			if (r->state != MR_MSG_OPEN || !mr_tx_msg_next_index(r, &idx, &retx))
+				continue;
+			if (retx || !have_new) {
+				first_new = mr_make_pick(slot, r->msn, idx, retx, false);
+				first_new.resp = true;
+				have_new = true;
+			}
+			if (retx) {
+				*pick = first_new;
+				return true;
 			}
 		}
 	}
@@ -125,51 +190,79 @@ static void mr_fill_packet(struct mr_conn *c, u64 now, const struct mr_pick *pic
 			   struct mr_path_tx *tp, u32 path_id, struct mr_tx_desc *out)
 {
 	struct mr_tx_stream *st = &c->tx[pick->slot];
-	struct mr_tx_msg *m = mr_tx_stream_msg(st, pick->msn);
+	struct mr_tx_msg *m = mr_pick_msg(c, pick);
 	struct mr_bth *bth = &out->pkt.bth;
 	u32 offset = pick->idx * c->cfg.pmtu;
+	bool data = m->opcode == MR_OP_SEND || m->opcode == MR_OP_WRITE ||
+		    m->opcode == MR_OP_READ_RESP;
 
 	memset(out, 0, sizeof(*out));
 	bth->version = MR_VERSION;
 	bth->opcode = m->opcode;
 	bth->conn_id = c->cfg.peer_conn_id;
 	bth->path_id = (u16)path_id;
-	bth->payload_len = (u16)(m->len ? mr_min_u32(c->cfg.pmtu, m->len - offset) : 0);
+	if (data && m->len)
+		bth->payload_len = (u16)mr_min_u32(c->cfg.pmtu, m->len - offset);
 	bth->psn = tp->next_psn;
 	bth->stream = st->dest;
 	bth->msn = m->msn;
-	bth->offset = offset;
+	bth->offset = data ? offset : 0;
 	bth->timestamp = (u32)mr_div_u64(now, 1000);
 	if (pick->idx == m->npkts - 1)
 		bth->flags |= MR_F_LAST | MR_F_ACK_REQ;
 	if (pick->retx)
 		bth->flags |= MR_F_RETX;
-	if (pick->probe || tp->state != MR_PATH_ACTIVE || mr_path_free_window(tp) == 1)
+	if (pick->probe || tp->state != MR_PATH_ACTIVE || mr_path_free_window(tp) <= 1)
 		bth->flags |= MR_F_ACK_REQ;
-	if (m->opcode == MR_OP_SEND) {
+	switch (m->opcode) {
+	case MR_OP_SEND:
 		out->pkt.msgh.msg_len = m->len;
 		out->pkt.msgh.rsn = m->rsn;
-	} else {
+		break;
+	case MR_OP_READ_RESP:
+		/* [MR-WIRE-7] the caller reads from the responder's va + offset */
+		out->pkt.msgh.msg_len = m->len;
+		out->va = m->va;
+		out->rkey = m->rkey;
+		break;
+	case MR_OP_ATOMIC_RESP:
+		out->pkt.atomic_orig = m->orig;
+		break;
+	case MR_OP_ATOMIC_CAS:
+	case MR_OP_ATOMIC_FADD:
+		out->pkt.atomic.va = m->va;
+		out->pkt.atomic.rkey = m->rkey;
+		out->pkt.atomic.swap_add = m->swap_add;
+		out->pkt.atomic.compare = m->compare;
+		break;
+	default:	/* WRITE, READ_REQ */
 		out->pkt.reth.va = m->va;
 		out->pkt.reth.rkey = m->rkey;
 		out->pkt.reth.length = m->len;
+		break;
 	}
 	out->entropy = tp->entropy;
 	out->stream_slot = (u8)pick->slot;
 	out->cookie = m->cookie;
 }
 
-static void mr_record_sent(struct mr_path_tx *tp, u32 slot, u32 msn, u32 idx, u64 now)
+static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struct mr_pick *pick,
+			   u8 round, u64 now)
 {
 	struct mr_tx_rec *rec = mr_path_rec(tp, tp->next_psn);
 
+	if (!mr_conn_outstanding(c))
+		c->last_ack_ns = now;	/* [MR-CONN-10] the silence counts from here */
 	rec->valid = true;
-	rec->stream_slot = (u8)slot;
-	rec->msn = msn;
-	rec->pkt_idx = idx;
+	rec->resp = pick->resp;
+	rec->round = round;
+	rec->stream_slot = (u8)pick->slot;
+	rec->msn = pick->msn;
+	rec->pkt_idx = pick->idx;
 	rec->sent_ns = now;
 	if (!tp->outstanding)
 		tp->rto_start_ns = now;
+	tp->last_send_ns = now;
 	tp->outstanding++;
 	tp->next_psn++;
 	tp->sent++;
@@ -181,6 +274,7 @@ static void mr_record_sent(struct mr_path_tx *tp, u32 slot, u32 msn, u32 idx, u6
  */
 static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
+	struct mr_pick probe = mr_make_pick(MR_REC_PROBE, 0, 0, false, false);
 	u32 p;
 
 	for (p = 0; p < c->cfg.n_paths; p++) {
@@ -199,22 +293,84 @@ static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		out->pkt.bth.timestamp = (u32)mr_div_u64(now, 1000);
 		out->entropy = tp->entropy;
 		out->stream_slot = MR_REC_PROBE;
-		mr_record_sent(tp, MR_REC_PROBE, 0, 0, now);
+		mr_record_sent(c, tp, &probe, 0, now);
 		return true;
 	}
 	return false;
 }
 
+/*
+ * [MR-REL-6] the newest outstanding packet of a silent path goes again on the same path,
+ * with a new PSN and ACK_REQ, without declaring the old one lost.
+ */
+static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
+{
+	u32 p, psn;
+
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		struct mr_path_tx *tp = &c->tx_path[p];
+		struct mr_tx_rec *rec = NULL;
+		struct mr_tx_msg *m;
+		struct mr_pick pick;
+
+		if (now < mr_tlp_at(c, tp) || tp->next_psn - tp->una >= MR_SACK_BITS)
+			continue;
+		tp->tlp_done = true;
+		for (psn = tp->next_psn; psn != tp->una; psn--) {
+			rec = mr_path_rec(tp, psn - 1);
+			if (rec->valid)
+				break;
+			rec = NULL;
+		}
+		if (!rec || rec->stream_slot >= MR_CONN_STREAMS)
+			continue;	/* nothing, or a PROBE that asks for its ACK already */
+		pick = mr_make_pick(rec->stream_slot, rec->msn, rec->pkt_idx, true, false);
+		pick.resp = rec->resp;
+		m = mr_pick_msg(c, &pick);
+		if (m->state != MR_MSG_OPEN || m->msn != rec->msn || m->round != rec->round ||
+		    mr_tx_msg_is_acked(m, rec->pkt_idx))
+			continue;
+		mr_fill_packet(c, now, &pick, tp, p, out);
+		out->pkt.bth.flags |= MR_F_ACK_REQ;
+		mr_record_sent(c, tp, &pick, m->round, now);
+		c->tail_probes++;
+		return true;
+	}
+	return false;
+}
+
+/* [MR-CC-7] rate = min(hint, conn_window * pmtu * 8 / min_srtt): the larger gap wins. */
+static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
+{
+	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0;
+	u32 p;
+
+	if (c->peer_hint_mbps)
+		gap = mr_div_u64(bytes * 8000ULL, c->peer_hint_mbps);
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		const struct mr_path_tx *tp = &c->tx_path[p];
+
+		if (tp->state == MR_PATH_ACTIVE && tp->rtt.have_sample &&
+		    (!min_srtt || tp->rtt.srtt_ns < min_srtt))
+			min_srtt = tp->rtt.srtt_ns;
+	}
+	if (min_srtt)
+		gap = mr_max_u64(gap, mr_div_u64(bytes * min_srtt,
+						 mr_conn_window(c) * c->cfg.pmtu));
+	if (gap)
+		c->next_send_ns = mr_max_u64(c->next_send_ns, now) + gap;
+}
+
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
-	struct mr_tx_stream *st;
 	struct mr_path_tx *tp;
+	struct mr_tx_msg *m;
 	struct mr_pick pick;
 	int path;
 
-	if (c->next_send_ns && now < c->next_send_ns)
+	if (c->failed || (c->next_send_ns && now < c->next_send_ns))
 		return false;
-	if (mr_next_probe(c, now, out))
+	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
 		return true;
 	if (mr_conn_outstanding(c) >= mr_conn_window(c))
 		return false;
@@ -224,45 +380,48 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	if (path < 0)
 		return false;
 	tp = &c->tx_path[path];
-	st = &c->tx[pick.slot];
+	m = mr_pick_msg(c, &pick);
 	mr_fill_packet(c, now, &pick, tp, (u32)path, out);
 
-	mr_record_sent(tp, pick.slot, pick.msn, pick.idx, now);
+	mr_record_sent(c, tp, &pick, m->round, now);
+	m->rnr_until_ns = 0;
 	if (pick.probe) {
-		mr_tx_stream_msg(st, pick.msn)->all_acked_ns = now;
+		m->all_acked_ns = now;
 		c->msg_probes++;
 	} else {
-		mr_tx_msg_on_sent(mr_tx_stream_msg(st, pick.msn), pick.idx);
+		mr_tx_msg_on_sent(m, pick.idx);
 		if (pick.retx)
 			c->retransmits++;
 	}
-	/* [MR-CC-7] pace at the receiver's hint when there is one */
-	if (c->peer_hint_mbps) {
-		u64 bytes = out->pkt.bth.payload_len + MR_BTH_LEN + 16;
-		u64 gap = mr_div_u64(bytes * 8000ULL, c->peer_hint_mbps);
-
-		c->next_send_ns = mr_max_u64(c->next_send_ns, now) + gap;
-	}
+	mr_pace(c, now, out->pkt.bth.payload_len);
 	return true;
 }
 
 /* A PSN left the path: the packet it carried was delivered or is lost. */
-static void mr_retire(struct mr_conn *c, struct mr_path_tx *tp, struct mr_tx_rec *rec,
+static void mr_retire(struct mr_conn *c, struct mr_path_tx *tp, u32 path, struct mr_tx_rec *rec,
 		      bool delivered, u64 now)
 {
 	struct mr_tx_msg *m;
+	struct mr_pick pick;
 
 	rec->valid = false;
 	tp->outstanding--;
 	if (rec->stream_slot >= MR_CONN_STREAMS)
 		return;		/* a PROBE carries no data */
-	m = mr_tx_stream_msg(&c->tx[rec->stream_slot], rec->msn);
-	if (m->msn != rec->msn)
-		return;		/* the message already completed and its slot moved on */
-	if (delivered)
-		mr_tx_msg_on_delivered(m, rec->pkt_idx, now);
-	else
+	pick = mr_make_pick(rec->stream_slot, rec->msn, rec->pkt_idx, false, false);
+	pick.resp = rec->resp;
+	m = mr_pick_msg(c, &pick);
+	if (m->msn != rec->msn || m->round != rec->round)
+		return;		/* the slot moved on, or RNR restarted the message */
+	if (!delivered) {
 		mr_tx_msg_on_lost(m, rec->pkt_idx);
+		return;
+	}
+	if (mr_tx_msg_on_delivered(m, rec->pkt_idx, now)) {
+		m->probe_path = (u8)path;
+		if (rec->resp)
+			m->state = MR_MSG_DONE;	/* kept for the replay cache */
+	}
 }
 
 static void mr_apply_msgacks(struct mr_conn *c, const struct mr_ackh *ack)
@@ -293,6 +452,9 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	tp = &c->tx_path[path];
 	if (mr_seq_after(ack->cum_psn, tp->next_psn))
 		return;		/* acknowledges PSNs never sent */
+	c->last_ack_ns = now;
+	tp->last_ack_ns = now;
+	tp->tlp_done = false;
 	if (ack->rate_hint)
 		c->peer_hint_mbps = mr_rate_hint_decode(ack->rate_hint);
 	mr_apply_msgacks(c, ack);
@@ -308,7 +470,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 		if (!rec->valid)
 			continue;
 		newest_sent = mr_max_u64(newest_sent, rec->sent_ns);
-		mr_retire(c, tp, rec, true, now);
+		mr_retire(c, tp, path, rec, true, now);
 		delivered++;
 	}
 	/* A path delivers in order: anything before the highest delivered PSN is lost. */
@@ -317,7 +479,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 
 		if (!rec->valid)
 			continue;
-		mr_retire(c, tp, rec, false, now);
+		mr_retire(c, tp, path, rec, false, now);
 		tp->lost++;
 		any_loss = true;
 	}
@@ -348,7 +510,7 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 		struct mr_tx_rec *rec = mr_path_rec(tp, psn);
 
 		if (rec->valid) {
-			mr_retire(c, tp, rec, false, now);
+			mr_retire(c, tp, path, rec, false, now);
 			tp->lost++;
 		}
 	}
@@ -363,10 +525,86 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 {
 	u32 p;
 
+	if (c->failed)
+		return;
+	/* [MR-CONN-10] */
+	if (mr_conn_outstanding(c) && now >= c->last_ack_ns + c->cfg.conn_timeout_ns) {
+		mr_conn_fail(c, MR_WC_RETRY_EXC_ERR);
+		return;
+	}
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		struct mr_path_tx *tp = &c->tx_path[p];
 
 		if (tp->outstanding && now >= tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto))
 			mr_path_expire(c, p, now);
 	}
+}
+
+/* [MR-NAK-2] [MR-NAK-4] the requester's side of a NAK. */
+void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
+{
+	u32 s, msn = pkt->bth.msn, wait_us;
+	struct mr_tx_stream *st = NULL;
+	struct mr_tx_msg *m;
+
+	for (s = 0; s < MR_CONN_STREAMS && !st; s++)
+		if (c->tx[s].in_use && c->tx[s].dest == pkt->bth.stream)
+			st = &c->tx[s];
+	if (!st || mr_seq_before(msn, st->msn_polled) || !mr_seq_before(msn, st->next_msn))
+		return;
+	c->last_ack_ns = now;
+	m = mr_tx_stream_msg(st, msn);
+	if (m->msn != msn || m->state == MR_MSG_FREE)
+		return;
+	if (pkt->nak.code != MR_NAK_RNR) {
+		mr_tx_stream_error(st, msn, mr_nak_status(pkt->nak.code));
+		return;
+	}
+	/* one retry per refusal: NAKs for the other packets of the round repeat it */
+	if (m->state != MR_MSG_OPEN || mr_tx_stream_in_error(st, msn) || !m->next_new ||
+	    now < m->rnr_until_ns)
+		return;
+	if (st->rnr_retry != MR_RNR_INFINITE && m->rnr_count >= st->rnr_retry) {
+		mr_tx_stream_error(st, msn, MR_WC_RNR_RETRY_EXC_ERR);
+		return;
+	}
+	m->rnr_count++;
+	wait_us = mr_max_u32(pkt->nak.info, st->min_rnr_us);
+	mr_tx_msg_restart(m, now + (u64)wait_us * 1000);
+}
+
+u64 mr_conn_sender_deadline(const struct mr_conn *c)
+{
+	u64 t = MR_NO_DEADLINE;
+	u32 p, i, msn;
+
+	if (c->failed)
+		return t;
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		const struct mr_path_tx *tp = &c->tx_path[p];
+
+		if (tp->outstanding)
+			t = mr_min_u64(t, tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto));
+		t = mr_min_u64(t, mr_tlp_at(c, tp));
+	}
+	if (mr_conn_outstanding(c))
+		t = mr_min_u64(t, c->last_ack_ns + c->cfg.conn_timeout_ns);
+	for (i = 0; i < MR_CONN_STREAMS; i++) {
+		const struct mr_tx_stream *st = &c->tx[i];
+
+		if (!st->in_use)
+			continue;
+		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
+			const struct mr_tx_msg *m = &st->msg[msn % MR_STREAM_MAX_MSGS];
+
+			if (m->state != MR_MSG_OPEN || m->msn != msn ||
+			    mr_tx_stream_in_error(st, msn))
+				continue;
+			if (m->rnr_until_ns)
+				t = mr_min_u64(t, m->rnr_until_ns);
+			else if (m->acked_count == m->npkts)
+				t = mr_min_u64(t, mr_msg_probe_at(c, m));
+		}
+	}
+	return t;
 }

@@ -13,11 +13,51 @@ void mr_tx_stream_init(struct mr_tx_stream *st, u32 dest)
 	memset(st, 0, sizeof(*st));
 	st->in_use = true;
 	st->dest = dest;
+	st->rnr_retry = 7;
 }
 
+/* A Read may complete before its MSGACK, so the ring's tail is the older of the two. */
 bool mr_tx_stream_can_post(const struct mr_tx_stream *st)
 {
-	return st->next_msn - st->msn_polled < MR_STREAM_MAX_MSGS;
+	u32 tail = mr_seq_before(st->msn_acked, st->msn_polled) ? st->msn_acked : st->msn_polled;
+
+	return st->next_msn - tail < MR_STREAM_MAX_MSGS;
+}
+
+bool mr_opcode_is_request(u8 opcode)
+{
+	return opcode == MR_OP_READ_REQ || opcode == MR_OP_ATOMIC_CAS ||
+	       opcode == MR_OP_ATOMIC_FADD;
+}
+
+bool mr_tx_msg_resp_done(const struct mr_tx_msg *m)
+{
+	return m->resp_received == m->resp_npkts;
+}
+
+void mr_tx_msg_restart(struct mr_tx_msg *m, u64 not_before_ns)
+{
+	m->round++;
+	m->next_new = 0;
+	m->base = 0;
+	m->acked_count = 0;
+	memset(m->acked, 0, sizeof(m->acked));
+	memset(m->lost, 0, sizeof(m->lost));
+	m->rnr_until_ns = not_before_ns;
+}
+
+void mr_tx_stream_error(struct mr_tx_stream *st, u32 msn, u8 status)
+{
+	if (st->err && !mr_seq_before(msn, st->err_msn))
+		return;
+	st->err = true;
+	st->err_msn = msn;
+	st->err_status = status;
+}
+
+bool mr_tx_stream_in_error(const struct mr_tx_stream *st, u32 msn)
+{
+	return st->err && !mr_seq_before(msn, st->err_msn);
 }
 
 struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn)
@@ -95,8 +135,13 @@ bool mr_tx_stream_on_msgack(struct mr_tx_stream *st, u32 msn_cum)
 		return false;
 	if (!mr_seq_after(msn_cum, st->msn_acked))
 		return true;
-	for (msn = st->msn_acked; msn != msn_cum; msn++)
-		mr_tx_stream_msg(st, msn)->state = MR_MSG_DONE;
+	for (msn = st->msn_acked; msn != msn_cum; msn++) {
+		struct mr_tx_msg *m = mr_tx_stream_msg(st, msn);
+
+		/* a Read may already have completed and freed its slot */
+		if (m->msn == msn && m->state == MR_MSG_OPEN)
+			m->state = MR_MSG_DONE;
+	}
 	st->msn_acked = msn_cum;
 	return true;
 }
@@ -171,9 +216,28 @@ void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 
 	mr_bits_shift_down(m->bits, run);
 	if (m->received == m->npkts)
 		m->state = MR_MSG_DONE;
-	/* [MR-VERBS-2] completion in MSN order */
-	while (st->msg[st->msn_cum % MR_STREAM_MAX_MSGS].state == MR_MSG_DONE &&
-	       st->msg[st->msn_cum % MR_STREAM_MAX_MSGS].msn == st->msn_cum &&
-	       st->msn_cum - st->msn_reported < MR_STREAM_MAX_MSGS)
-		st->msn_cum++;
+}
+
+struct mr_rx_msg *mr_rx_stream_head_done(struct mr_rx_stream *st)
+{
+	struct mr_rx_msg *m = &st->msg[st->msn_cum % MR_STREAM_MAX_MSGS];
+
+	if (m->state != MR_MSG_DONE || m->msn != st->msn_cum ||
+	    st->msn_cum - st->msn_reported >= MR_STREAM_MAX_MSGS)
+		return NULL;
+	if (st->err && !mr_seq_before(st->msn_cum, st->err_msn))
+		return NULL;
+	return m;
+}
+
+void mr_rx_stream_error(struct mr_rx_stream *st, u32 msn, u8 code)
+{
+	if (!st->err || mr_seq_before(msn, st->err_msn)) {
+		st->err = true;
+		st->err_msn = msn;
+		st->nak_code = code;
+		st->nak_msn = msn;
+		st->nak_info = 0;
+	}
+	st->nak_pending = true;
 }

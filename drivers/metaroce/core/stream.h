@@ -28,6 +28,19 @@ struct mr_tx_msg {
 	u64 va;
 	u64 cookie;
 	u64 all_acked_ns;	/* when the last packet was acknowledged, for message probes */
+	u8 round;		/* bumped when RNR restarts the message: older PSNs are stale */
+	u8 rnr_count;
+	u8 probe_path;		/* path of the last acknowledgment: its RTO times the probe */
+	bool fence;		/* [MR-VERBS-5] */
+	u64 rnr_until_ns;	/* [MR-NAK-4] not before this time */
+	u64 swap_add;		/* atomics */
+	u64 compare;
+	u64 orig;		/* ATOMIC_RESP: the value before the operation */
+	/* Requester of a Read or atomic: response packets placed, [MR-REL-7] window. */
+	u32 resp_npkts;
+	u32 resp_base;
+	u32 resp_received;
+	u32 resp_bits[MR_SACK_WORDS];
 };
 
 struct mr_tx_stream {
@@ -37,7 +50,14 @@ struct mr_tx_stream {
 	u32 msn_acked;		/* from MSGACK */
 	u32 msn_polled;		/* completions handed to the caller */
 	u32 next_rsn;
+	bool err;		/* [MR-VERBS-8] error state from err_msn on */
+	u8 err_status;		/* enum mr_wc_status of the WQE at err_msn */
+	u8 rnr_retry;		/* 7: infinite */
+	u32 err_msn;
+	u32 min_rnr_us;
 	struct mr_tx_msg msg[MR_STREAM_MAX_MSGS];
+	/* Responder: READ_RESP and ATOMIC_RESP by msn % 16; also the replay cache. */
+	struct mr_tx_msg resp[MR_STREAM_MAX_MSGS];
 };
 
 /* A message as its receiver tracks it: [MR-REL-7]. */
@@ -50,7 +70,16 @@ struct mr_rx_msg {
 	u32 npkts;
 	u32 base;
 	u32 received;
-	u32 bits[MR_SACK_WORDS];
+	union {
+		u32 bits[MR_SACK_WORDS];	/* data: packets received after base */
+		struct {			/* READ_REQ and atomics: one packet */
+			u64 va;
+			u64 swap_add;
+			u64 compare;
+			u32 rkey;
+			u32 length;
+		} req;
+	};
 	u32 rsn;
 	u32 imm;
 };
@@ -61,6 +90,13 @@ struct mr_rx_stream {
 	u32 id;			/* local stream id (our QPN) */
 	u32 msn_cum;		/* every MSN before it is complete */
 	u32 msn_reported;	/* completions handed to the caller; what MSGACK reports */
+	bool err;		/* [MR-NAK-2] [MR-VERBS-8] error state from err_msn on */
+	bool err_reported;
+	bool nak_pending;	/* [MR-NAK-3] send the NAK below */
+	u8 nak_code;
+	u32 nak_msn;
+	u32 nak_info;
+	u32 err_msn;
 	struct mr_rx_msg msg[MR_STREAM_MAX_MSGS];
 };
 
@@ -79,6 +115,15 @@ void mr_tx_msg_on_lost(struct mr_tx_msg *m, u32 idx);
 bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx);
 /* [MR-REL-9] apply a MSGACK; false if it is out of range. */
 bool mr_tx_stream_on_msgack(struct mr_tx_stream *st, u32 msn_cum);
+/* [MR-VERBS-8] enter the error state at msn (the earliest failure wins). */
+void mr_tx_stream_error(struct mr_tx_stream *st, u32 msn, u8 status);
+bool mr_tx_stream_in_error(const struct mr_tx_stream *st, u32 msn);
+/* Reads and atomics wait for a response. */
+bool mr_opcode_is_request(u8 opcode);
+/* Requester: all of the response placed. */
+bool mr_tx_msg_resp_done(const struct mr_tx_msg *m);
+/* [MR-NAK-4] start the message again from offset 0 after wait_ns. */
+void mr_tx_msg_restart(struct mr_tx_msg *m, u64 not_before_ns);
 
 /* Receiver. */
 enum mr_rx_verdict {
@@ -92,7 +137,11 @@ void mr_rx_stream_init(struct mr_rx_stream *st, u32 id);
 /* Classify a data packet without changing state. */
 enum mr_rx_verdict mr_rx_stream_classify(const struct mr_rx_stream *st, const struct mr_pkt *pkt,
 					 u32 pmtu);
-/* Account a packet classified MR_RX_NEW; completes messages in MSN order. */
+/* Account a packet classified MR_RX_NEW; the caller then advances msn_cum. */
 void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 pmtu);
+/* The message at msn_cum if it is complete and may pass, else NULL. [MR-VERBS-2] */
+struct mr_rx_msg *mr_rx_stream_head_done(struct mr_rx_stream *st);
+/* [MR-NAK-2] enter the error state at msn and NAK with code. */
+void mr_rx_stream_error(struct mr_rx_stream *st, u32 msn, u8 code);
 
 #endif /* MR_STREAM_H */

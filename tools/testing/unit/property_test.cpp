@@ -116,3 +116,75 @@ TEST(Property, BlackHoledPathFailsAndIsRerolledWhileTransferCompletes_MR_PATH_6)
 }
 
 } // namespace
+
+namespace {
+
+Workload RdmaWorkload(uint64_t seed, uint32_t messages)
+{
+	Workload wl = MixedWorkload(seed, messages);
+	wl.rdma = true;
+	return wl;
+}
+
+// [MR-REL-12] [MR-VERBS-3] [MR-VERBS-4] [MR-WIRE-7] [MR-WIRE-8] Reads and atomics over a lossy,
+// duplicating, reordering fabric: every atomic executes exactly once and in MSN order (its
+// result proves it), every Read returns the responder's bytes, all complete in order.
+TEST(Property, ReadsReturnRightDataAndAtomicsExecuteExactlyOnce_MR_REL_12)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		FabricConfig fc;
+		fc.loss = 0.03;
+		fc.dup = 0.03;
+		fc.reorder = 0.01;
+		Sim sim(fc, RdmaWorkload(seed, 40), seed);
+		Result r = sim.run();
+		ExpectClean(r, seed);
+		EXPECT_GT(r.reads, 0u);
+		EXPECT_GT(r.atomics, 0u);
+		if (HasFailure())
+			break;
+	}
+}
+
+// [MR-CONN-2] [MR-CONN-5] [MR-CONN-8] the handshake runs over the same lossy fabric: lost
+// CONNECT_REQs and CONNECT_RESPs are retried, duplicates answered, and the transfer completes.
+TEST(Property, HandshakeSurvivesLossAndDuplicationThenDataFlows_MR_CONN_5)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		FabricConfig fc;
+		fc.loss = 0.25;		// loses a CONNECT_REQ or RESP in about half the runs
+		fc.dup = 0.05;
+		Workload wl = RdmaWorkload(seed, 10);
+		wl.handshake = true;
+		Sim sim(fc, wl, seed);
+		Result r = sim.run();
+		ExpectClean(r, seed);
+		EXPECT_EQ(sim.hs_a().state, MR_HS_ESTABLISHED);
+		EXPECT_EQ(sim.hs_b().state, MR_HS_ESTABLISHED);
+		EXPECT_EQ(sim.hs_a().peer_conn_id, sim.hs_b().local_conn_id);
+		if (HasFailure())
+			break;
+	}
+}
+
+// [MR-CONN-7] [MR-VERBS-8] B still holds a connection from A's previous incarnation: A's new
+// CONNECT_REQ tears it down (its WQE fails) and the new connection carries the transfer.
+TEST(Property, RestartedPeerReplacesTheStaleConnection_MR_CONN_7)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		FabricConfig fc;
+		fc.loss = 0.05;
+		Workload wl = RdmaWorkload(seed, 10);
+		wl.handshake = true;
+		wl.stale_peer = true;
+		Sim sim(fc, wl, seed);
+		Result r = sim.run();
+		ExpectClean(r, seed);
+		EXPECT_EQ(r.stale_flushed, 1u) << "seed " << seed;
+		EXPECT_NE(sim.hs_b().local_conn_id, 0x4343u) << "a new connection";
+		if (HasFailure())
+			break;
+	}
+}
+
+} // namespace

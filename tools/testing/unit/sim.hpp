@@ -16,6 +16,7 @@
 extern "C" {
 #include "core/codec.h"
 #include "core/conn.h"
+#include "core/handshake.h"
 }
 
 namespace mrsim {
@@ -35,6 +36,9 @@ struct FabricConfig {
 struct Workload {
 	uint32_t streams = 4;
 	std::vector<uint32_t> sizes;	// message sizes, posted round-robin over streams
+	bool rdma = false;		// every 5th message a Read, every 5th an atomic
+	bool handshake = false;		// connect through CONNECT_REQ/RESP over the fabric
+	bool stale_peer = false;	// B holds a connection from A's previous incarnation
 };
 
 struct Result {
@@ -51,6 +55,10 @@ struct Result {
 	std::vector<uint32_t> failures_per_path;
 	uint64_t packets = 0;
 	uint32_t rx_duplicates = 0;
+	uint32_t reads = 0;
+	uint32_t atomics = 0;
+	uint32_t tail_probes = 0;
+	uint32_t stale_flushed = 0;	// WQEs of the stale connection completed with an error
 	std::string diag;	// engine state when the run did not finish cleanly
 
 	double goodput_gbps() const { return finish_ns ? bytes * 8.0 / finish_ns : 0; }
@@ -59,6 +67,12 @@ struct Result {
 inline uint8_t pattern(uint32_t slot, uint32_t msn, uint32_t i)
 {
 	return static_cast<uint8_t>(slot * 31 + msn * 7 + i * 13 + (i >> 8));
+}
+
+// The responder's memory that Reads fetch.
+inline uint8_t rpattern(uint64_t addr)
+{
+	return static_cast<uint8_t>((addr * 2654435761u) >> 13);
 }
 
 inline uint32_t link_of(uint16_t entropy, uint32_t links)
@@ -84,23 +98,31 @@ public:
 		cb.tx_initial_psn = ca.rx_initial_psn;
 		cb.rx_initial_psn = ca.tx_initial_psn;
 		cb.seed = rng_();
-		a_ = std::make_unique<mr_conn>();
-		b_ = std::make_unique<mr_conn>();
-		mr_conn_init(a_.get(), &ca);
-		mr_conn_init(b_.get(), &cb);
-		for (uint32_t s = 0; s < wl_.streams; s++) {
-			mr_conn_open_stream(a_.get(), 100 + s, 200 + s);
-			mr_conn_open_stream(b_.get(), 200 + s, 100 + s);
-		}
 		per_stream_.resize(wl_.streams);
 		for (size_t i = 0; i < wl_.sizes.size(); i++)
 			per_stream_[i % wl_.streams].push_back(wl_.sizes[i]);
 		next_post_.assign(wl_.streams, 0);
 		next_send_done_.assign(wl_.streams, 0);
 		next_recv_done_.assign(wl_.streams, 0);
-		for (uint32_t p = 0; p < a_->cfg.n_paths; p++)
-			res_.initial_entropy.push_back(a_->tx_path[p].entropy);
+		counter_.assign(wl_.streams, 0);
+		expect_counter_.assign(wl_.streams, 0);
 		link_last_.assign(2 * fc_.links, 0);
+		ops_.check_place = nullptr;
+		ops_.execute = &Sim::execute_cb;
+		if (wl_.handshake) {
+			mr_hs_local_defaults(&la_, rng_() | 1);
+			mr_hs_local_defaults(&lb_, rng_() | 1);
+			if (wl_.stale_peer)
+				make_stale_peer(cb);
+			mr_hs_connect(&ha_, &la_, 0, static_cast<u32>(rng_()) | 1,
+				      static_cast<u32>(rng_()));
+			return;
+		}
+		a_ = std::make_unique<mr_conn>();
+		b_ = std::make_unique<mr_conn>();
+		mr_conn_init(a_.get(), &ca);
+		mr_conn_init(b_.get(), &cb);
+		open_streams();
 	}
 
 	Result run()
@@ -108,9 +130,13 @@ public:
 		uint64_t now = 0;
 		post_all();
 		while (now < fc_.time_limit_ns) {
-			mr_conn_on_timer(a_.get(), now);
-			mr_conn_on_timer(b_.get(), now);
+			handshake(now);
+			if (a_)
+				mr_conn_on_timer(a_.get(), now);
+			if (b_)
+				mr_conn_on_timer(b_.get(), now);
 			bool sent = transmit(now);
+			sent |= transmit_b(now);
 			acks(now);
 			if (all_done()) {
 				if (!res_.completed) {
@@ -118,7 +144,7 @@ public:
 					res_.finish_ns = now;
 				}
 				if (mr_conn_quiescent(a_.get()) && mr_conn_quiescent(b_.get()) &&
-				    q_.empty()) {
+				    q_.empty() && !ha_.pending && !hb_.pending) {
 					res_.quiescent = true;
 					break;
 				}
@@ -126,10 +152,16 @@ public:
 			uint64_t t = fc_.time_limit_ns;
 			if (!q_.empty())
 				t = std::min(t, q_.top().t);
-			t = std::min(t, mr_conn_next_deadline(a_.get()));
-			t = std::min(t, mr_conn_next_deadline(b_.get()));
+			if (a_)
+				t = std::min(t, mr_conn_next_deadline(a_.get()));
+			if (b_)
+				t = std::min(t, mr_conn_next_deadline(b_.get()));
+			if (wl_.handshake) {
+				t = std::min(t, mr_hs_next_deadline(&ha_));
+				t = std::min(t, mr_hs_next_deadline(&hb_));
+			}
 			if (sent)
-				t = std::min(t, tx_free_);
+				t = std::min(t, std::max(tx_free_, tx_free_b_));
 			if (t <= now)
 				t = now + 100;
 			now = t;
@@ -144,6 +176,8 @@ public:
 	}
 
 	mr_conn *a() { return a_.get(); }
+	const mr_hs &hs_a() const { return ha_; }
+	const mr_hs &hs_b() const { return hb_; }
 
 private:
 	struct Flight {
@@ -163,19 +197,194 @@ private:
 			res_.errors.push_back(e);
 	}
 
+	void open_streams()
+	{
+		for (uint32_t s = 0; s < wl_.streams; s++) {
+			if (a_)
+				mr_conn_open_stream(a_.get(), 100 + s, 200 + s);
+			if (b_)
+				mr_conn_open_stream(b_.get(), 200 + s, 100 + s);
+		}
+		if (b_) {
+			b_->ops = &ops_;
+			b_->ops_ctx = this;
+		}
+		if (a_ && res_.initial_entropy.empty())
+			for (uint32_t p = 0; p < a_->cfg.n_paths; p++)
+				res_.initial_entropy.push_back(a_->tx_path[p].entropy);
+	}
+
+	// B's connection with A's previous incarnation, with a WQE of its own in flight.
+	void make_stale_peer(mr_conn_cfg cb)
+	{
+		mr_hs_local old_a;
+		mr_hs_local_defaults(&old_a, la_.incarnation ^ 0x5a5a);
+		mr_hs a_old;
+		mr_pkt req;
+		mr_hs_connect(&a_old, &old_a, 0, 0x4242, 7);
+		mr_hs_next_packet(&a_old, &req);
+		mr_hs_accept(&hb_, &lb_, &req, 0x4343, 9);
+		mr_hs_next_packet(&hb_, &req);	// its CONNECT_RESP went out long ago
+		mr_hs_conn_cfg(&hb_, &cb);
+		stale_ = std::make_unique<mr_conn>();
+		mr_conn_init(stale_.get(), &cb);
+		mr_conn_open_stream(stale_.get(), 200, 100);
+		mr_conn_post(stale_.get(), 0, MR_OP_SEND, 1000, 0, 0, 1);
+	}
+
+	static u8 execute_cb(void *ctx, mr_exec *ex)
+	{
+		return static_cast<Sim *>(ctx)->execute(ex);
+	}
+
+	// [MR-REL-12] the responder's memory: atomics must run exactly once, in MSN order.
+	u8 execute(mr_exec *ex)
+	{
+		uint32_t s = ex->stream_slot;
+		if (ex->opcode == MR_OP_READ_REQ)
+			return 0;
+		if (!executed_.insert({ s, ex->msn }).second)
+			error("atomic executed twice: stream " + std::to_string(s) + " msn " +
+			      std::to_string(ex->msn));
+		ex->orig = counter_[s];
+		if (ex->opcode == MR_OP_ATOMIC_FADD)
+			counter_[s] += ex->swap_add;
+		else if (counter_[s] == ex->compare)
+			counter_[s] = ex->swap_add;
+		return 0;
+	}
+
+	uint8_t op_of(uint32_t msn) const
+	{
+		if (wl_.rdma && msn % 5 == 3)
+			return MR_OP_READ_REQ;
+		if (wl_.rdma && msn % 5 == 4)
+			return msn % 10 == 4 ? MR_OP_ATOMIC_FADD : MR_OP_ATOMIC_CAS;
+		return (msn % 3 == 2) ? MR_OP_WRITE : MR_OP_SEND;
+	}
+
+	static uint64_t va_of(uint32_t s, uint32_t msn)
+	{
+		return 0x10000000ULL * (s + 1) + msn * 0x100000ULL;
+	}
+
 	void post_all()
 	{
+		if (!a_)
+			return;
 		for (uint32_t s = 0; s < wl_.streams; s++) {
 			while (next_post_[s] < per_stream_[s].size()) {
 				uint32_t msn = next_post_[s];
-				uint8_t op = (msn % 3 == 2) ? MR_OP_WRITE : MR_OP_SEND;
-				uint64_t va = 0x10000000ULL * (s + 1) + msn * 0x100000ULL;
-				if (mr_conn_post(a_.get(), s, op, per_stream_[s][msn], va, 0x77 + s,
-						 (uint64_t(s) << 32) | msn))
+				mr_wr wr{};
+				wr.opcode = op_of(msn);
+				wr.len = per_stream_[s][msn];
+				wr.va = va_of(s, msn);
+				wr.rkey = 0x77 + s;
+				wr.cookie = (uint64_t(s) << 32) | msn;
+				uint64_t before = expect_counter_[s];
+				if (wr.opcode == MR_OP_ATOMIC_FADD) {
+					wr.swap_add = msn + 1;
+					expect_counter_[s] += msn + 1;
+				} else if (wr.opcode == MR_OP_ATOMIC_CAS) {
+					wr.compare = before;
+					wr.swap_add = before * 3 + msn;
+					expect_counter_[s] = wr.swap_add;
+				}
+				if (mr_conn_post_wr(a_.get(), s, &wr)) {
+					expect_counter_[s] = before;
 					break;
+				}
+				expect_orig_[{ s, msn }] = before;
 				next_post_[s]++;
 			}
 		}
+	}
+
+	void handshake(uint64_t now)
+	{
+		if (!wl_.handshake)
+			return;
+		if (mr_hs_on_timer(&ha_, now) == MR_HS_EV_FAILED)
+			error("the handshake failed");
+		mr_pkt p;
+		while (mr_hs_next_packet(&ha_, &p))
+			send_pkt(p, true, now);
+		while (mr_hs_next_packet(&hb_, &p))
+			send_pkt(p, false, now);
+	}
+
+	void send_pkt(const mr_pkt &p, bool to_b, uint64_t now)
+	{
+		std::vector<uint8_t> bytes(MR_MAX_HDR_LEN);
+		bytes.resize(mr_pkt_build(&p, bytes.data(), MR_MAX_HDR_LEN));
+		send(std::move(bytes), to_b, p.bth.path_id % fc_.links, now);
+	}
+
+	// The endpoints' connection tables: one peer each, keyed by the demultiplexing id.
+	bool deliver_handshake(const mr_pkt &pkt, bool to_b, uint64_t now)
+	{
+		uint8_t op = pkt.bth.opcode;
+		if (op != MR_OP_CONNECT_REQ && op != MR_OP_CONNECT_RESP && op != MR_OP_CLOSE &&
+		    op != MR_OP_CLOSE_ACK)
+			return false;
+		if (!to_b) {
+			if (pkt.bth.conn_id == ha_.local_conn_id &&
+			    mr_hs_on_packet(&ha_, now, &pkt) == MR_HS_EV_ESTABLISHED) {
+				mr_conn_cfg cfg;
+				mr_conn_cfg_defaults(&cfg);
+				cfg.seed = 11;
+				mr_hs_conn_cfg(&ha_, &cfg);
+				a_ = std::make_unique<mr_conn>();
+				mr_conn_init(a_.get(), &cfg);
+				open_streams();
+				post_all();
+			}
+			return true;
+		}
+		if (op != MR_OP_CONNECT_REQ)
+			return true;
+		switch (mr_hs_classify_req(&hb_, &pkt)) {
+		case MR_HS_REQ_DUPLICATE:
+			mr_hs_on_duplicate_req(&hb_);
+			return true;
+		case MR_HS_REQ_RESTARTED:
+		case MR_HS_REQ_REPLACED:
+			fail_stale();
+			break;
+		case MR_HS_REQ_NEW:
+			break;
+		default:
+			error("unexpected verdict on a CONNECT_REQ");
+			return true;
+		}
+		if (mr_hs_accept(&hb_, &lb_, &pkt, static_cast<u32>(rng_()) | 1,
+				 static_cast<u32>(rng_())) != MR_HS_EV_ESTABLISHED) {
+			error("the responder rejected the request");
+			return true;
+		}
+		mr_conn_cfg cfg;
+		mr_conn_cfg_defaults(&cfg);
+		cfg.seed = 12;
+		mr_hs_conn_cfg(&hb_, &cfg);
+		b_ = std::make_unique<mr_conn>();
+		mr_conn_init(b_.get(), &cfg);
+		open_streams();
+		return true;
+	}
+
+	// [MR-CONN-7] the old connection is torn down and its WQEs fail.
+	void fail_stale()
+	{
+		if (!stale_) {
+			error("restart detected without a stale connection");
+			return;
+		}
+		mr_conn_fail(stale_.get(), MR_WC_RETRY_EXC_ERR);
+		mr_completion c;
+		while (mr_conn_poll_completion(stale_.get(), &c))
+			if (c.kind == MR_COMPL_SEND && c.status != MR_WC_SUCCESS)
+				res_.stale_flushed++;
+		stale_.reset();
 	}
 
 	bool transmit(uint64_t now)
@@ -183,7 +392,7 @@ private:
 		if (tx_free_ > now)
 			return true;
 		mr_tx_desc d;
-		if (!mr_conn_next_packet(a_.get(), now, &d))
+		if (!a_ || !mr_conn_next_packet(a_.get(), now, &d))
 			return false;
 		std::vector<uint8_t> payload(d.pkt.bth.payload_len);
 		for (uint32_t i = 0; i < payload.size(); i++)
@@ -198,6 +407,26 @@ private:
 		if (static_cast<int>(link) == fc_.blackhole_link)
 			return true;
 		send(std::move(bytes), true, link, now);
+		return true;
+	}
+
+	// B sends READ_RESP and ATOMIC_RESP packets; their bytes come from B's memory.
+	bool transmit_b(uint64_t now)
+	{
+		if (tx_free_b_ > now)
+			return true;
+		mr_tx_desc d;
+		if (!b_ || !mr_conn_next_packet(b_.get(), now, &d))
+			return false;
+		std::vector<uint8_t> payload(d.pkt.bth.payload_len);
+		for (uint32_t i = 0; i < payload.size(); i++)
+			payload[i] = rpattern(d.va + d.pkt.bth.offset + i);
+		d.pkt.payload = payload.data();
+		std::vector<uint8_t> bytes(MR_MAX_HDR_LEN + payload.size());
+		uint32_t len = mr_pkt_build(&d.pkt, bytes.data(), static_cast<u32>(bytes.size()));
+		bytes.resize(len);
+		tx_free_b_ = now + static_cast<uint64_t>((len + 64) * 8 / fc_.line_gbps);
+		send(std::move(bytes), false, link_of(d.entropy, fc_.links), now);
 		return true;
 	}
 
@@ -225,16 +454,47 @@ private:
 			error("parser rejected a packet the engine built");
 			return;
 		}
+		if (deliver_handshake(pkt, f.to_b, now))
+			return;
 		if (!f.to_b) {
 			mr_place pl;
-			mr_conn_receive(a_.get(), now, &pkt, false, &pl);
+			if (a_ && mr_conn_receive(a_.get(), now, &pkt, false, &pl) ==
+					  MR_RX_RESULT_PLACE)
+				place_response(pl);
 			poll(now);
 			return;
 		}
 		mr_place pl;
-		if (mr_conn_receive(b_.get(), now, &pkt, false, &pl) == MR_RX_RESULT_PLACE)
+		if (b_ && mr_conn_receive(b_.get(), now, &pkt, false, &pl) == MR_RX_RESULT_PLACE)
 			place(pl);
 		poll(now);
+	}
+
+	// Read data and atomic results land in A's buffers, once each.
+	void place_response(const mr_place &pl)
+	{
+		uint32_t s = static_cast<uint32_t>(pl.cookie >> 32), msn = static_cast<uint32_t>(pl.cookie);
+		if (s != pl.stream_slot || msn != pl.msn || msn >= per_stream_[s].size()) {
+			error("response for an unknown WQE");
+			return;
+		}
+		if (!placed_.insert(std::make_tuple(s + 1000, pl.msn, pl.offset)).second)
+			error("response placed twice");
+		if (pl.opcode == MR_OP_ATOMIC_RESP) {
+			if (pl.orig != expect_orig_[{ s, msn }])
+				error("atomic result wrong at msn " + std::to_string(msn));
+			return;
+		}
+		if (static_cast<uint64_t>(pl.offset) + pl.len > per_stream_[s][msn]) {
+			error("read response past the end");
+			return;
+		}
+		for (uint32_t i = 0; i < pl.len; i++)
+			if (pl.data[i] != rpattern(va_of(s, msn) + pl.offset + i)) {
+				error("read data wrong at msn " + std::to_string(msn));
+				break;
+			}
+		read_bytes_[{ s, msn }] += pl.len;
 	}
 
 	void place(const mr_place &pl)
@@ -267,12 +527,15 @@ private:
 	void poll(uint64_t now)
 	{
 		mr_completion c;
-		while (mr_conn_poll_completion(b_.get(), &c)) {
+		while (b_ && mr_conn_poll_completion(b_.get(), &c)) {
 			uint32_t s = c.stream_slot;
-			if (c.kind != MR_COMPL_RECV || s >= wl_.streams) {
+			if (c.kind != MR_COMPL_RECV || s >= wl_.streams ||
+			    c.status != MR_WC_SUCCESS) {
 				error("unexpected completion at the receiver");
 				continue;
 			}
+			while (next_recv_done_[s] < c.msn && mr_opcode_is_request(op_of(next_recv_done_[s])))
+				next_recv_done_[s]++;
 			if (c.msn != next_recv_done_[s])
 				error("receive completion out of MSN order");
 			next_recv_done_[s] = c.msn + 1;
@@ -290,7 +553,7 @@ private:
 			res_.bytes += c.len;
 			rxbuf_.erase({ s, c.msn });
 		}
-		while (mr_conn_poll_completion(a_.get(), &c)) {
+		while (a_ && mr_conn_poll_completion(a_.get(), &c)) {
 			uint32_t s = c.stream_slot;
 			if (c.kind != MR_COMPL_SEND || s >= wl_.streams) {
 				error("unexpected completion at the sender");
@@ -300,7 +563,20 @@ private:
 				error("send completion out of MSN order");
 			if (c.cookie != ((uint64_t(s) << 32) | c.msn))
 				error("send completion cookie wrong");
+			if (c.status != MR_WC_SUCCESS)
+				error("error completion at the sender");
+			if (c.opcode == MR_OP_READ_REQ) {
+				res_.reads++;
+				if (read_bytes_[{ s, c.msn }] != per_stream_[s][c.msn])
+					error("read completed before all its bytes were placed");
+			} else if (c.opcode != MR_OP_SEND && c.opcode != MR_OP_WRITE) {
+				res_.atomics++;
+				if (c.orig != expect_orig_[{ s, c.msn }])
+					error("atomic completion with a wrong result");
+			}
 			next_send_done_[s] = c.msn + 1;
+			if (next_recv_done_[s] < c.msn + 1 && wl_.rdma)
+				next_recv_done_[s] = c.msn + 1;	// Reads and atomics complete nothing at B
 		}
 		post_all();
 		(void)now;
@@ -309,11 +585,10 @@ private:
 	void acks(uint64_t now)
 	{
 		mr_pkt ack;
-		while (mr_conn_next_ack(b_.get(), now, &ack)) {
-			std::vector<uint8_t> bytes(MR_MAX_HDR_LEN);
-			bytes.resize(mr_pkt_build(&ack, bytes.data(), MR_MAX_HDR_LEN));
-			send(std::move(bytes), false, ack.bth.path_id % fc_.links, now);
-		}
+		while (b_ && mr_conn_next_ack(b_.get(), now, &ack))
+			send_pkt(ack, false, now);
+		while (a_ && mr_conn_next_ack(a_.get(), now, &ack))
+			send_pkt(ack, true, now);
 	}
 
 	bool all_done() const
@@ -372,8 +647,11 @@ private:
 
 	void finish()
 	{
+		if (!a_ || !b_)
+			return;
 		if (!res_.completed || !res_.quiescent)
 			diagnose();
+		res_.tail_probes = a_->tail_probes;
 		res_.retransmits = a_->retransmits;
 		res_.rx_duplicates = b_->rx_duplicates;
 		for (uint32_t p = 0; p < a_->cfg.n_paths; p++) {
@@ -392,7 +670,15 @@ private:
 	FabricConfig fc_;
 	Workload wl_;
 	std::mt19937_64 rng_;
-	std::unique_ptr<mr_conn> a_, b_;
+	std::unique_ptr<mr_conn> a_, b_, stale_;
+	mr_hs_local la_{}, lb_{};
+	mr_hs ha_{}, hb_{};
+	mr_conn_ops ops_{};
+	std::vector<uint64_t> counter_, expect_counter_;
+	std::map<std::pair<uint32_t, uint32_t>, uint64_t> expect_orig_;
+	std::map<std::pair<uint32_t, uint32_t>, uint64_t> read_bytes_;
+	std::set<std::pair<uint32_t, uint32_t>> executed_;
+	uint64_t tx_free_b_ = 0;
 	std::vector<std::vector<uint32_t>> per_stream_;
 	std::vector<uint32_t> next_post_, next_send_done_, next_recv_done_;
 	std::priority_queue<Flight> q_;
