@@ -205,6 +205,7 @@ static void metaroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON_ONCE(!xa_empty(&mdev->mrs));
 	xa_destroy(&mdev->qps);
 	xa_destroy(&mdev->mrs);
+	metaroce_stats_free(mdev);
 }
 
 static const struct ib_device_ops metaroce_device_ops = {
@@ -244,6 +245,11 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	ib_set_device_ops(ibdev, &metaroce_device_ops);
 	ib_set_device_ops(ibdev, &metaroce_verbs_ops);
 	ib_set_device_ops(ibdev, &metaroce_uverbs_ops);
+	ib_set_device_ops(ibdev, &metaroce_stats_ops);
+
+	err = metaroce_stats_init(mdev);
+	if (err)
+		goto err_dealloc;
 
 	mdev->mnet = metaroce_net_get(mnet_net);
 	if (IS_ERR(mdev->mnet)) {

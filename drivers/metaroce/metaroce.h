@@ -10,6 +10,7 @@
 #include <rdma/metaroce-abi.h>
 
 #include "compat.h"
+#include "stats.h"
 
 #define METAROCE_VENDOR_ID		0xffffff	/* no IEEE OUI: software device */
 #define METAROCE_VENDOR_PART_ID		METAROCE_DRIVER_ID
@@ -64,6 +65,7 @@ struct metaroce_dev {
 	struct xarray mrs;		/* key index -> metaroce_mr */
 	u32 next_mr_index;
 	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah;
+	struct metaroce_counters __percpu *counters;
 };
 
 static inline struct metaroce_dev *to_mdev(struct ib_device *ibdev)
@@ -148,6 +150,9 @@ int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
 
 /* uverbs.c */
 extern const struct ib_device_ops metaroce_uverbs_ops;
+
+/* rx.c */
+int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 
 /* net.c */
 extern unsigned short metaroce_udp_port;

@@ -28,13 +28,6 @@ struct metaroce_net {
 
 static unsigned int metaroce_net_id __read_mostly;
 
-static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
-{
-	/* The data path is not wired to the protocol engine yet: drop. */
-	kfree_skb(skb);
-	return 0;
-}
-
 static struct socket *metaroce_udp_open(struct net *net, bool ipv6)
 {
 	struct udp_tunnel_sock_cfg tnl = {

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Receive path: UDP encap hook in softirq, validation, demultiplexing, drops by reason. */
+
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+
+#include "metaroce.h"
+#include "core/codec.h"
+
+/*
+ * Called by UDP for every datagram to our port, in softirq context, after the
+ * UDP checksum was verified; skb->data points at the UDP header.  Returns 0:
+ * the skb is always consumed.
+ */
+int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	enum mr_parse_result res;
+	struct metaroce_dev *mdev;
+	struct mr_pkt pkt;
+
+	/* Packets count against the device of the netdev they arrived on. */
+	mdev = metaroce_dev_from_netdev(skb->dev);
+	if (!mdev)
+		goto drop;
+	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
+	metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, skb->len);
+
+	/* The parser checks every length against what is really there. */
+	if (skb_linearize(skb)) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+		goto put;
+	}
+	res = mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
+			   &pkt);
+	if (res != MR_PARSE_OK) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+		dev_dbg_ratelimited(&mdev->ibdev.dev, "dropped malformed packet: %s\n",
+				    mr_parse_result_name(res));
+		goto put;
+	}
+
+	/* No connection can exist before the transport is wired to the engine. */
+	metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+put:
+	ib_device_put(&mdev->ibdev);
+drop:
+	kfree_skb(skb);
+	return 0;
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Per-device counters kept per CPU on the packet path, summed for `rdma statistic`. */
+
+#include "metaroce.h"
+
+struct metaroce_counters {
+	u64 c[METAROCE_NR_COUNTERS];
+};
+
+static const struct rdma_stat_desc metaroce_counter_descs[] = {
+	[METAROCE_CNT_RX_PACKETS].name = "rx_packets",
+	[METAROCE_CNT_RX_BYTES].name = "rx_bytes",
+	[METAROCE_CNT_RX_DROP_MALFORMED].name = "rx_drop_malformed",
+	[METAROCE_CNT_RX_DROP_UNKNOWN_CONN].name = "rx_drop_unknown_conn",
+	[METAROCE_CNT_RX_DROP_NOMEM].name = "rx_drop_nomem",
+};
+
+static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_COUNTERS);
+
+void metaroce_count_add(struct metaroce_dev *mdev, enum metaroce_counter c, u64 n)
+{
+	this_cpu_add(mdev->counters->c[c], n);
+}
+
+int metaroce_stats_init(struct metaroce_dev *mdev)
+{
+	mdev->counters = alloc_percpu(struct metaroce_counters);
+	return mdev->counters ? 0 : -ENOMEM;
+}
+
+void metaroce_stats_free(struct metaroce_dev *mdev)
+{
+	free_percpu(mdev->counters);
+	mdev->counters = NULL;
+}
+
+static struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+{
+	return rdma_alloc_hw_stats_struct(metaroce_counter_descs, METAROCE_NR_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+				 u32 port, int index)
+{
+	struct metaroce_dev *mdev = to_mdev(ibdev);
+	int cpu, i;
+
+	for (i = 0; i < METAROCE_NR_COUNTERS; i++) {
+		u64 sum = 0;
+
+		for_each_possible_cpu(cpu)
+			sum += READ_ONCE(per_cpu_ptr(mdev->counters, cpu)->c[i]);
+		stats->value[i] = sum;
+	}
+	return METAROCE_NR_COUNTERS;
+}
+
+const struct ib_device_ops metaroce_stats_ops = {
+	.alloc_hw_port_stats = metaroce_alloc_hw_port_stats,
+	.get_hw_stats = metaroce_get_hw_stats,
+};

@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Malformed, truncated, oversized and unknown-connection packets are dropped and
+# counted by reason ([MR-GEN-5], [MR-WIRE-12], [MR-CONN-3]), with no kernel warning,
+# and the device keeps working.
+. "$(dirname "$0")/lib.sh"
+
+topo_veth_pair
+check "modprobe metaroce" modprobe metaroce
+check "mr0 on h2/v2" ip netns exec h2 rdma link add mr0 type metaroce netdev v2
+
+counter() { rdma statistic show link mr0/1 | grep -o "$1 [0-9]*" | awk '{print $2}'; }
+# send HEX: one UDP datagram from h1 to mr0's port (perl writes it in one write()).
+sent_bytes=0
+send() {
+	local hex=${1// /}
+	sent_bytes=$((sent_bytes + 8 + ${#hex} / 2))	# UDP header + datagram
+	ip netns exec h1 bash -c "perl -e 'print pack(\"H*\", \$ARGV[0])' '${1// /}' \
+		>/dev/udp/198.18.1.2/4793"
+}
+
+check_eq "counters start at zero" "0 0 0" \
+	"$(counter rx_packets) $(counter rx_drop_malformed) $(counter rx_drop_unknown_conn)"
+
+# A well-formed SEND (middle packet) for a connection id nobody owns.
+good="01 01 0000 a1b2c3d4 0003 0004 00000064 00000011 00000007 00001000 01020304 00002000 00000002 deadbeef"
+send "$good"
+send "01"					# truncated: one byte
+send "${good:0:20}"				# truncated: half a base header
+send "02${good:2}"				# unknown version
+send "01 7f${good:5}"				# unknown opcode
+send "$good 00"					# one byte more than payload_len says
+send "$(printf '%02x' $((RANDOM % 256)))$(head -c 300 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+check "all 7 datagrams seen" wait_for 5 sh -c "rdma statistic show link mr0/1 | grep -q 'rx_packets 7 '"
+check_eq "6 dropped as malformed" 6 "$(counter rx_drop_malformed)"
+check_eq "1 dropped for an unknown connection" 1 "$(counter rx_drop_unknown_conn)"
+check_eq "bytes counted from the UDP header on" "$sent_bytes" "$(counter rx_bytes)"
+
+# A flood of garbage leaves the device and module usable.
+for ((i = 0; i < 200; i++)); do send "$(head -c $((RANDOM % 64 + 1)) /dev/urandom | od -An -tx1 | tr -d ' \n')"; done
+check "the flood was counted" wait_for 5 sh -c '[ "$(rdma statistic show link mr0/1 | grep -o "rx_packets [0-9]*" | cut -d" " -f2)" -ge 207 ]'
+check "port still ACTIVE" port_is mr0 "4: ACTIVE"
+check "rdma link delete mr0" rdma link delete mr0
+check "rmmod" rmmod metaroce
+done_testing
