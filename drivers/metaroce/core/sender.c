@@ -251,7 +251,7 @@ static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struc
 {
 	struct mr_tx_rec *rec = mr_path_rec(tp, tp->next_psn);
 
-	if (!mr_conn_outstanding(c))
+	if (!mr_conn_outstanding(c) && !pick->retx)
 		c->last_ack_ns = now;	/* [MR-CONN-10] the silence counts from here */
 	rec->valid = true;
 	rec->resp = pick->resp;
@@ -274,7 +274,7 @@ static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struc
  */
 static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
-	struct mr_pick probe = mr_make_pick(MR_REC_PROBE, 0, 0, false, false);
+	struct mr_pick probe = mr_make_pick(MR_REC_PROBE, 0, 0, true, false);
 	u32 p;
 
 	for (p = 0; p < c->cfg.n_paths; p++) {

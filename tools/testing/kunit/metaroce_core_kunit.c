@@ -9,6 +9,7 @@
 #include "core/sack.h"
 #include "core/tests/codec_cases.h"
 #include "core/tests/hs_cases.h"
+#include "core/tests/nak_cases.h"
 #include "core/tests/sack_cases.h"
 
 /* [MR-WIRE-12] every shared vector parses to its verdict and fields. */
@@ -143,6 +144,17 @@ static void mr_hs_agreement_as_expected(struct kunit *test)
 	}
 }
 
+/* [MR-NAK-2] [MR-NAK-4] each NAK code completes the WQE with its status. */
+static void mr_nak_codes_map_to_status(struct kunit *test)
+{
+	size_t i;
+
+	for (i = 0; i < MR_NAK_NR_CASES; i++)
+		KUNIT_EXPECT_EQ_MSG(test, mr_nak_status(mr_nak_cases[i].code),
+				    mr_nak_cases[i].status, "%s [%s]", mr_nak_cases[i].name,
+				    mr_nak_cases[i].clause);
+}
+
 static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_codec_vectors_parse_as_expected),
 	KUNIT_CASE(mr_codec_vectors_round_trip),
@@ -150,6 +162,7 @@ static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_sack_patterns_as_expected),
 	KUNIT_CASE(mr_rate_hint_rounds_down),
 	KUNIT_CASE(mr_hs_agreement_as_expected),
+	KUNIT_CASE(mr_nak_codes_map_to_status),
 	{}
 };
 

@@ -16,4 +16,5 @@ extern "C" {
 #include "core/tests/sack_cases.h"
 #include "core/handshake.h"
 #include "core/tests/hs_cases.h"
+#include "core/tests/nak_cases.h"
 }

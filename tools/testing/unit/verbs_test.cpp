@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Engine scenarios for NAKs, RNR, error state, connection failure, tail-loss probes, fences.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "core.hpp"
+
+namespace {
+
+struct Refuser {
+	u8 code = 0;
+	u32 info = 0;
+	int calls = 0;
+	static u8 Check(void *ctx, const mr_place *, u32 *info)
+	{
+		auto *r = static_cast<Refuser *>(ctx);
+		r->calls++;
+		*info = r->info;
+		return r->code;
+	}
+	static u8 Exec(void *ctx, mr_exec *)
+	{
+		return static_cast<Refuser *>(ctx)->code;
+	}
+};
+
+// Two engines on one path each way; packets are handed over by hand.
+struct Pair {
+	std::unique_ptr<mr_conn> a = std::make_unique<mr_conn>();
+	std::unique_ptr<mr_conn> b = std::make_unique<mr_conn>();
+	Refuser refuser;
+	std::vector<mr_completion> b_done;	// polled inside Pump(), so that MSGACKs move
+	mr_conn_ops ops{ &Refuser::Check, &Refuser::Exec };
+	u64 now = 0;
+
+	Pair()
+	{
+		mr_conn_cfg cfg;
+		mr_conn_cfg_defaults(&cfg);
+		cfg.n_paths = 1;
+		cfg.ack_freq = 1;	// no delayed ACKs: time stands still in Pump()
+		cfg.local_conn_id = 1;
+		cfg.peer_conn_id = 2;
+		cfg.tx_initial_psn = 1000;
+		cfg.rx_initial_psn = 5000;
+		mr_conn_init(a.get(), &cfg);
+		std::swap(cfg.local_conn_id, cfg.peer_conn_id);
+		std::swap(cfg.tx_initial_psn, cfg.rx_initial_psn);
+		mr_conn_init(b.get(), &cfg);
+		mr_conn_open_stream(a.get(), 10, 20);
+		mr_conn_open_stream(b.get(), 20, 10);
+		b->ops = &ops;
+		b->ops_ctx = &refuser;
+	}
+
+	// Move every packet both ways until nothing moves; returns NAKs seen by A.
+	int Pump()
+	{
+		int naks = 0;
+		bool moved = true;
+		std::vector<u8> payload(1 << 16);
+		while (moved) {
+			moved = false;
+			mr_tx_desc d;
+			mr_pkt p;
+			mr_place pl;
+			while (mr_conn_next_packet(a.get(), now, &d)) {
+				d.pkt.payload = payload.data();
+				mr_conn_receive(b.get(), now, &d.pkt, false, &pl);
+				moved = true;
+			}
+			while (mr_conn_next_packet(b.get(), now, &d)) {
+				d.pkt.payload = payload.data();
+				mr_conn_receive(a.get(), now, &d.pkt, false, &pl);
+				moved = true;
+			}
+			mr_completion x;
+			while (mr_conn_poll_completion(b.get(), &x))
+				b_done.push_back(x);
+			while (mr_conn_next_ack(b.get(), now, &p)) {
+				naks += p.bth.opcode == MR_OP_NAK;
+				mr_conn_receive(a.get(), now, &p, false, &pl);
+				moved = true;
+			}
+			while (mr_conn_next_ack(a.get(), now, &p)) {
+				mr_conn_receive(b.get(), now, &p, false, &pl);
+				moved = true;
+			}
+		}
+		return naks;
+	}
+
+	std::vector<mr_completion> Poll(mr_conn *c)
+	{
+		std::vector<mr_completion> v;
+		mr_completion x;
+		if (c == b.get())
+			v.swap(b_done);
+		while (mr_conn_poll_completion(c, &x))
+			v.push_back(x);
+		return v;
+	}
+};
+
+// [MR-NAK-2] the shared code-to-status table.
+TEST(Nak, CodesMapToCompletionStatus_MR_NAK_2)
+{
+	for (size_t i = 0; i < MR_NAK_NR_CASES; i++)
+		EXPECT_EQ(mr_nak_status(mr_nak_cases[i].code), mr_nak_cases[i].status)
+			<< mr_nak_cases[i].name;
+}
+
+// [MR-NAK-1] [MR-NAK-2] [MR-SEC-1] [MR-VERBS-8] a Write to a bad rkey places nothing, is
+// NAKed, completes with REM_ACCESS_ERR; the WQE behind it is flushed; the one before succeeds.
+TEST(Nak, BadRkeyFailsTheWqeAndFlushesTheRest_MR_NAK_2)
+{
+	Pair p;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 1, 0), 0);
+	p.Pump();
+	p.refuser.code = MR_NAK_BAD_RKEY;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 99, 1), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 2), 0);
+	EXPECT_GE(p.Pump(), 1);
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 3u);
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+	EXPECT_EQ(ca[1].status, MR_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(ca[2].status, MR_WC_WR_FLUSH_ERR);
+	auto cb = p.Poll(p.b.get());
+	ASSERT_EQ(cb.size(), 2u);
+	EXPECT_EQ(cb[0].kind, MR_COMPL_RECV);
+	EXPECT_EQ(cb[1].kind, MR_COMPL_STREAM_ERROR);
+	EXPECT_EQ(p.b->rx_path[0].cum_psn, p.a->tx_path[0].next_psn) << "NAKed PSNs are acked";
+	// [MR-VERBS-8] a WQE posted after the error is flushed without being sent
+	u32 sent = p.a->tx_path[0].sent;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 10, 0, 0, 3), 0);
+	p.Pump();
+	EXPECT_EQ(p.a->tx_path[0].sent, sent);
+	auto late = p.Poll(p.a.get());
+	ASSERT_EQ(late.size(), 1u);
+	EXPECT_EQ(late[0].status, MR_WC_WR_FLUSH_ERR);
+}
+
+// [MR-NAK-4] [MR-VERBS-7] RNR: the requester waits, resends from offset 0, and succeeds once
+// a receive is posted.
+TEST(Nak, RnrWaitsAndRetriesTheWholeMessage_MR_NAK_4)
+{
+	Pair p;
+	mr_conn_set_rnr(p.a.get(), 0, 3, 50);
+	p.refuser.code = MR_NAK_RNR;
+	p.refuser.info = 20;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 7), 0);
+	EXPECT_GE(p.Pump(), 1);
+	EXPECT_TRUE(p.Poll(p.a.get()).empty());
+	EXPECT_GT(p.a->tx[0].msg[0].rnr_until_ns, p.now);
+	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), 50000u) << "max(info, min_rnr_timer)";
+	p.refuser.code = 0;
+	int calls = p.refuser.calls;
+	p.now = 50000;
+	p.Pump();
+	EXPECT_EQ(p.refuser.calls - calls, 3) << "every packet again, from offset 0";
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+}
+
+// [MR-NAK-4] RNR retries are counted; when rnr_retry is exhausted the WQE fails.
+TEST(Nak, RnrRetryExhaustionFailsTheWqe_MR_NAK_4)
+{
+	Pair p;
+	mr_conn_set_rnr(p.a.get(), 0, 2, 10);
+	p.refuser.code = MR_NAK_RNR;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 10, 0, 0, 7), 0);
+	for (int i = 0; i < 4; i++) {
+		p.Pump();
+		p.now += 100000;
+	}
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_RNR_RETRY_EXC_ERR);
+	EXPECT_EQ(p.a->tx[0].msg[0].rnr_count, 2);
+}
+
+// [MR-NAK-2] [MR-VERBS-4] a Read the responder cannot execute fails with REM_ACCESS_ERR.
+TEST(Nak, ReadRefusedByTheResponderFails_MR_NAK_2)
+{
+	Pair p;
+	p.refuser.code = MR_NAK_BOUNDS;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 5000, 0x1000, 1, 3), 0);
+	p.Pump();
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_REM_ACCESS_ERR);
+}
+
+// [MR-VERBS-3] [MR-WIRE-8] [MR-NAK-2] an atomic completes with the value before it; a
+// misaligned one is NAKed ACCESS.
+TEST(Atomic, ResultReturnsAndMisalignedIsRefused_MR_WIRE_8)
+{
+	Pair p;
+	mr_wr wr{};
+	wr.opcode = MR_OP_ATOMIC_FADD;
+	wr.va = 0x1000;
+	wr.swap_add = 5;
+	ASSERT_EQ(mr_conn_post_wr(p.a.get(), 0, &wr), 0);
+	wr.va = 0x1004;
+	ASSERT_EQ(mr_conn_post_wr(p.a.get(), 0, &wr), 0);
+	p.Pump();
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 2u);
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+	EXPECT_EQ(ca[1].status, MR_WC_REM_ACCESS_ERR);
+}
+
+// [MR-CONN-10] silence for MR_CONN_TIMEOUT with data outstanding fails the connection.
+TEST(Conn, SilenceWithDataOutstandingFailsTheConnection_MR_CONN_10)
+{
+	Pair p;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 2), 0);
+	mr_tx_desc d;
+	while (mr_conn_next_packet(p.a.get(), 0, &d))
+		;	// all lost
+	u64 t = 0;
+	while (!p.a->failed && t < 3 * MR_CONN_TIMEOUT_NS) {
+		t = std::max(t + 1, mr_conn_next_deadline(p.a.get()));
+		mr_conn_on_timer(p.a.get(), t);
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			;
+	}
+	EXPECT_TRUE(p.a->failed);
+	EXPECT_GE(t, MR_CONN_TIMEOUT_NS);
+	EXPECT_LE(t, MR_CONN_TIMEOUT_NS + MR_MAX_RTO_NS);
+	std::vector<mr_completion> ca;
+	for (auto &x : p.Poll(p.a.get()))
+		if (x.kind == MR_COMPL_SEND)
+			ca.push_back(x);
+	ASSERT_EQ(ca.size(), 2u);
+	EXPECT_EQ(ca[0].status, MR_WC_RETRY_EXC_ERR);
+	EXPECT_EQ(ca[1].status, MR_WC_WR_FLUSH_ERR);
+}
+
+// [MR-REL-6] a silent path resends its newest packet on the same path, new PSN, ACK_REQ,
+// before the RTO and without declaring the original lost.
+TEST(Reliability, TailLossProbeResendsNewestPacketBeforeRto_MR_REL_6)
+{
+	Pair p;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 2 * 4096, 0x1000, 1, 1), 0);
+	mr_tx_desc d[2], tlp;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d[0]));
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d[1]));
+	u64 pto = MR_MIN_RTO_NS / 2;
+	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), pto);
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), pto - 1, &tlp));
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), pto, &tlp));
+	EXPECT_EQ(tlp.pkt.bth.offset, d[1].pkt.bth.offset);
+	EXPECT_EQ(tlp.pkt.bth.path_id, d[1].pkt.bth.path_id);
+	EXPECT_EQ(tlp.pkt.bth.psn, d[1].pkt.bth.psn + 1);
+	EXPECT_TRUE(tlp.pkt.bth.flags & MR_F_ACK_REQ);
+	EXPECT_EQ(p.a->tx_path[0].lost, 0u);
+	EXPECT_EQ(p.a->tail_probes, 1u);
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 2 * pto, &tlp)) << "one probe per silence";
+}
+
+// [MR-VERBS-5] a fenced WQE is not sent until the earlier Read has completed.
+TEST(Verbs, FenceWaitsForEarlierRead_MR_VERBS_5)
+{
+	Pair p;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 1), 0);
+	mr_wr wr{};
+	wr.opcode = MR_OP_SEND;
+	wr.len = 10;
+	wr.flags = MR_WR_FENCE;
+	ASSERT_EQ(mr_conn_post_wr(p.a.get(), 0, &wr), 0);
+	mr_tx_desc d;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	EXPECT_EQ(d.pkt.bth.opcode, MR_OP_READ_REQ);
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 0, &d)) << "the fenced Send waits";
+	mr_place pl;
+	mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl);
+	p.Pump();
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 2u);
+	EXPECT_EQ(ca[0].opcode, MR_OP_READ_REQ);
+	EXPECT_EQ(ca[1].opcode, MR_OP_SEND);
+}
+
+} // namespace
