@@ -28,7 +28,7 @@ modules:
 module-6.1:
 	@scripts/setup.sh build build61
 	@mkdir -p $(BUILD)/k6.1
-	@rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+	@rsync -a --delete-excluded --include='*/' --include='*.[ch]' --include=Kbuild --exclude='*' \
 		$(TOP)/Kbuild $(TOP)/drivers $(TOP)/include $(BUILD)/k6.1/
 	$(MAKE) -C /lib/modules/$(KVER_61)/build M=$(BUILD)/k6.1 $(KBUILD_FLAGS) modules
 

@@ -33,8 +33,8 @@ kbuild() { # series extra-make-args...
 	if [ "$series" = 6.1 ]; then
 		dir=$top/build/k6.1
 		mkdir -p "$dir"
-		rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
-			"$top/Kbuild" "$top/drivers" "$top/include" "$dir/"
+		rsync -a --delete-excluded --include='*/' --include='*.[ch]' --include=Kbuild \
+			--exclude='*' "$top/Kbuild" "$top/drivers" "$top/include" "$dir/"
 	fi
 	# Rebuild everything so every file is compiled and checked.
 	make -s -C "/lib/modules/$kver/build" M="$dir" clean >/dev/null 2>&1
