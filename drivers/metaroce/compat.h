@@ -4,6 +4,7 @@
 #define METAROCE_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 /* 6.11 passed the uverbs attribute bundle instead of udata to create_cq. */
@@ -18,6 +19,13 @@
 static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 {
 }
+#endif
+
+/* Transmit work runs in softirq context where the kernel has BH workqueues (6.9). */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#define METAROCE_TX_WQ			system_bh_wq
+#else
+#define METAROCE_TX_WQ			system_highpri_wq
 #endif
 
 #endif /* METAROCE_COMPAT_H */

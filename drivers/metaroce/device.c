@@ -201,6 +201,7 @@ static void metaroce_dealloc_driver(struct ib_device *ibdev)
 	rtnl_lock();
 	metaroce_dev_detach(mdev);
 	rtnl_unlock();
+	metaroce_conn_dev_cleanup(mdev);
 	WARN_ON_ONCE(!xa_empty(&mdev->qps));
 	WARN_ON_ONCE(!xa_empty(&mdev->mrs));
 	xa_destroy(&mdev->qps);
@@ -247,6 +248,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	ib_set_device_ops(ibdev, &metaroce_uverbs_ops);
 	ib_set_device_ops(ibdev, &metaroce_stats_ops);
 
+	metaroce_conn_dev_init(mdev);
 	err = metaroce_stats_init(mdev);
 	if (err)
 		goto err_dealloc;

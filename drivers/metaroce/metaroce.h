@@ -36,11 +36,15 @@
  */
 #define METAROCE_MAX_OVERHEAD		112
 
+/* [MR-ENC-6] DSCP of every packet: AF31, as commonly provisioned for RDMA. */
+#define METAROCE_DSCP			26
+
 /* First QPN handed out to ordinary QPs; 0 and 1 are SMI and GSI. */
 #define METAROCE_FIRST_QPN		16
 #define METAROCE_MAX_QPN		0xffffff
 
 struct metaroce_net;
+struct metaroce_conn;
 
 struct metaroce_dev {
 	struct ib_device ibdev;
@@ -66,6 +70,14 @@ struct metaroce_dev {
 	u32 next_mr_index;
 	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah;
 	struct metaroce_counters __percpu *counters;
+
+	/* Connections, one per peer address ([MR-CONN-1]). */
+	struct mutex conn_mutex;	/* conns list, creation and teardown */
+	struct list_head conns;
+	struct xarray conn_ids;		/* our src_conn_id -> conn, RCU for receive */
+	u64 incarnation;		/* [MR-CONN-7] */
+	struct sk_buff_head connect_reqs;	/* CONNECT_REQs for the accept work */
+	struct work_struct accept_work;
 };
 
 static inline struct metaroce_dev *to_mdev(struct ib_device *ibdev)
@@ -94,6 +106,11 @@ struct metaroce_cq {
 	bool overflowed;
 };
 
+static inline struct metaroce_cq *to_mcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct metaroce_cq, ibcq);
+}
+
 /* A posted receive: what the transport needs to deliver and complete it. */
 struct metaroce_recv_wqe {
 	u64 wr_id;
@@ -111,6 +128,33 @@ struct metaroce_rq {
 	void *wqes;
 };
 
+/* A posted send: the work request as the engine and the copy loops need it. */
+struct metaroce_send_wqe {
+	u64 wr_id;
+	enum ib_wr_opcode opcode;
+	int send_flags;
+	u64 remote_addr;
+	u32 rkey;
+	u64 compare_add;
+	u64 swap;
+	u32 len;		/* sum of the SGEs */
+	u32 num_sge;
+	struct ib_sge sge[];
+};
+
+/*
+ * Send queue: [head, posted) handed to the engine and not yet complete,
+ * [posted, tail) waiting for the connection or for window space.
+ */
+struct metaroce_sq {
+	u32 max_wr;
+	u32 max_sge;
+	u32 slots;
+	u32 head, posted, tail;
+	size_t wqe_size;
+	void *wqes;
+};
+
 struct metaroce_qp {
 	struct ib_qp ibqp;
 	struct mutex state_lock;	/* modify_qp against itself */
@@ -121,6 +165,13 @@ struct metaroce_qp {
 	u32 max_inline;
 	enum ib_sig_type sq_sig_type;
 	struct metaroce_rq rq;
+
+	/* RC transport, under conn->lock once attached. */
+	struct metaroce_sq sq;
+	struct metaroce_conn *conn;	/* set in RTR, held until destroy */
+	struct list_head conn_node;	/* conn->qps */
+	int slot;			/* engine stream slot, -1 until opened */
+	u32 rq_base;			/* RQ index of the stream's first receive */
 };
 
 static inline struct metaroce_qp *to_mqp(struct ib_qp *ibqp)
@@ -132,7 +183,19 @@ struct metaroce_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;	/* pinned user pages; NULL for a DMA MR */
 	int access;
+	struct rcu_head rcu;	/* the receive path looks MRs up under RCU */
 };
+
+/* conn.c */
+int metaroce_conn_dev_init(struct metaroce_dev *mdev);
+void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev);
+int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr);
+void metaroce_qp_detach(struct metaroce_qp *qp);
+int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
+void metaroce_qp_flush(struct metaroce_qp *qp);
+void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *pkt, bool ce);
+void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
 
 struct metaroce_ucontext {
 	struct ib_ucontext ibuc;
@@ -147,6 +210,10 @@ void metaroce_port_update(struct metaroce_dev *mdev);
 /* verbs.c */
 extern const struct ib_device_ops metaroce_verbs_ops;
 int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
+void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited);
+void metaroce_rq_flush(struct metaroce_qp *qp);
+int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			     const struct ib_send_wr **bad_wr);
 
 /* uverbs.c */
 extern const struct ib_device_ops metaroce_uverbs_ops;
@@ -160,5 +227,7 @@ int metaroce_net_init(void);
 void metaroce_net_exit(void);
 struct metaroce_net *metaroce_net_get(struct net *net);
 void metaroce_net_put(struct metaroce_net *mnet);
+void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
+			__be32 daddr, u16 sport);
 
 #endif /* METAROCE_H */

@@ -2,7 +2,9 @@
 /* UDP tunnel sockets per network namespace and the netdev events we follow. */
 
 #include <linux/module.h>
+#include <net/inet_ecn.h>
 #include <net/net_namespace.h>
+#include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
 
@@ -140,6 +142,49 @@ static struct pernet_operations metaroce_pernet_ops = {
 	.id = &metaroce_net_id,
 	.size = sizeof(struct metaroce_net),
 };
+
+/*
+ * Send one MetaRoCE packet (skb->data at our header) over IPv4 from the
+ * device's netdev; sport is the path's entropy.  Consumes the skb.
+ */
+void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
+			__be32 daddr, u16 sport)
+{
+	struct net_device *ndev;
+	struct metaroce_net *mnet;
+	struct flowi4 fl4 = {};
+	struct rtable *rt;
+
+	rcu_read_lock();
+	/* Detach clears ndev, waits for readers, and only then lets go of mnet. */
+	ndev = rcu_dereference(mdev->ndev);
+	mnet = READ_ONCE(mdev->mnet);
+	if (!ndev || !mnet || !mnet->sock4)
+		goto drop;
+	fl4.flowi4_oif = ndev->ifindex;
+	fl4.flowi4_proto = IPPROTO_UDP;
+	fl4.daddr = daddr;
+	fl4.saddr = saddr;
+	fl4.fl4_sport = htons(sport);
+	fl4.fl4_dport = htons(metaroce_udp_port);
+	rt = ip_route_output_key(dev_net(ndev), &fl4);
+	if (IS_ERR(rt)) {
+		metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
+		goto drop;
+	}
+	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
+	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
+	/* [MR-ENC-4] ECT(0), so the fabric marks rather than drops; [MR-ENC-6] DSCP. */
+	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr,
+			    METAROCE_DSCP << 2 | INET_ECN_ECT_0,
+			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF), htons(sport),
+			    htons(metaroce_udp_port), false, false);
+	rcu_read_unlock();
+	return;
+drop:
+	rcu_read_unlock();
+	kfree_skb(skb);
+}
 
 static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
 {

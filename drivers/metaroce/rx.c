@@ -3,6 +3,7 @@
 
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <net/inet_ecn.h>
 
 #include "metaroce.h"
 #include "core/codec.h"
@@ -25,6 +26,11 @@ int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
 	metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, skb->len);
 
+	/* [MR-ENC-5] on IPv4 a zero UDP checksum (none) is not acceptable. */
+	if (skb->protocol == htons(ETH_P_IP) && !udp_hdr(skb)->check) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+		goto put;
+	}
 	/* The parser checks every length against what is really there. */
 	if (skb_linearize(skb)) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
@@ -39,8 +45,13 @@ int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		goto put;
 	}
 
-	/* No connection can exist before the transport is wired to the engine. */
-	metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+	if (pkt.bth.opcode == MR_OP_CONNECT_REQ) {
+		metaroce_conn_rx_connect_req(mdev, skb);	/* takes the skb */
+		ib_device_put(&mdev->ibdev);
+		return 0;
+	}
+	metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) &&
+			 INET_ECN_is_ce(ip_hdr(skb)->tos));
 put:
 	ib_device_put(&mdev->ibdev);
 drop:

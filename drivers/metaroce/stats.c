@@ -13,6 +13,14 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_CNT_RX_DROP_MALFORMED].name = "rx_drop_malformed",
 	[METAROCE_CNT_RX_DROP_UNKNOWN_CONN].name = "rx_drop_unknown_conn",
 	[METAROCE_CNT_RX_DROP_NOMEM].name = "rx_drop_nomem",
+	[METAROCE_CNT_RX_ECN_CE].name = "rx_ecn_ce",
+	[METAROCE_CNT_TX_PACKETS].name = "tx_packets",
+	[METAROCE_CNT_TX_BYTES].name = "tx_bytes",
+	[METAROCE_CNT_TX_DROP_NOMEM].name = "tx_drop_nomem",
+	[METAROCE_CNT_TX_DROP_NOROUTE].name = "tx_drop_noroute",
+	[METAROCE_CNT_PLACE_ERRORS].name = "place_errors",
+	[METAROCE_CNT_STREAM_OPEN_ERRORS].name = "stream_open_errors",
+	[METAROCE_CNT_CONN_FAILURES].name = "conn_failures",
 };
 
 static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_COUNTERS);

@@ -66,11 +66,6 @@ static int metaroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 
 /* ---- completion queues ---- */
 
-static struct metaroce_cq *to_mcq(struct ib_cq *ibcq)
-{
-	return container_of(ibcq, struct metaroce_cq, ibcq);
-}
-
 static int metaroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			      METAROCE_CREATE_CQ_ARG *arg)
 {
@@ -110,7 +105,7 @@ static int metaroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 }
 
 /* Add one completion; runs in any context. */
-static void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited)
+void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited)
 {
 	struct ib_cq *ibcq = &cq->ibcq;
 	unsigned long flags;
@@ -192,6 +187,19 @@ static int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap)
 	return rq->wqes ? 0 : -ENOMEM;
 }
 
+static int metaroce_sq_init(struct metaroce_sq *sq, const struct ib_qp_cap *cap)
+{
+	sq->max_wr = cap->max_send_wr;
+	sq->max_sge = cap->max_send_sge;
+	sq->wqe_size = size_add(sizeof(struct metaroce_send_wqe),
+				array_size(sq->max_sge, sizeof(struct ib_sge)));
+	if (!sq->max_wr)
+		return 0;
+	sq->slots = roundup_pow_of_two(sq->max_wr);
+	sq->wqes = kvcalloc(sq->slots, sq->wqe_size, GFP_KERNEL);
+	return sq->wqes ? 0 : -ENOMEM;
+}
+
 static struct metaroce_recv_wqe *metaroce_rq_slot(struct metaroce_rq *rq, u32 index)
 {
 	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
@@ -211,7 +219,7 @@ static void metaroce_flush_one(struct metaroce_qp *qp, struct ib_cq *ibcq, u64 w
 }
 
 /* In the Error state every posted receive completes with a flush error. */
-static void metaroce_rq_flush(struct metaroce_qp *qp)
+void metaroce_rq_flush(struct metaroce_qp *qp)
 {
 	struct metaroce_rq *rq = &qp->rq;
 	struct metaroce_recv_wqe *wqe;
@@ -272,6 +280,10 @@ static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = metaroce_rq_init(&qp->rq, &init->cap);
 	if (err)
 		goto err_count;
+	err = metaroce_sq_init(&qp->sq, &init->cap);
+	if (err)
+		goto err_rq;
+	qp->slot = -1;
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
@@ -289,6 +301,7 @@ static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_rq:
+	kvfree(qp->sq.wqes);
 	kvfree(qp->rq.wqes);
 err_count:
 	atomic_dec(&mdev->n_qp);
@@ -360,9 +373,15 @@ static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 	if (mask & IB_QP_RNR_RETRY)
 		qp->attr.rnr_retry = attr->rnr_retry;
 
+	if (cur == IB_QPS_INIT && next == IB_QPS_RTR && ibqp->qp_type == IB_QPT_RC) {
+		/* The caller's AV still holds the source GID's attribute. */
+		err = metaroce_qp_attach(qp, attr);
+		if (err)
+			goto out;
+	}
 	qp->state = next;
 	if (next == IB_QPS_ERR) {
-		metaroce_rq_flush(qp);
+		metaroce_qp_flush(qp);
 	} else if (next == IB_QPS_RESET) {
 		spin_lock_bh(&qp->rq.lock);
 		qp->rq.head = qp->rq.tail;
@@ -405,6 +424,8 @@ static int metaroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct metaroce_qp *qp = to_mqp(ibqp);
 
 	xa_erase_bh(&mdev->qps, ibqp->qp_num);
+	metaroce_qp_detach(qp);
+	kvfree(qp->sq.wqes);
 	kvfree(qp->rq.wqes);
 	mutex_destroy(&qp->state_lock);
 	atomic_dec(&mdev->n_qp);
@@ -448,21 +469,13 @@ static int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	return err;
 }
 
-static int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			      const struct ib_send_wr **bad_wr)
+/* Sends posted to a QP in the Error state complete at once, flushed. */
+int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			     const struct ib_send_wr **bad_wr)
 {
-	struct metaroce_qp *qp = to_mqp(ibqp);
-
-	for (; wr; wr = wr->next) {
-		if (READ_ONCE(qp->state) != IB_QPS_ERR)
-			break;
-		metaroce_flush_one(qp, ibqp->send_cq, wr->wr_id, IB_WC_SEND);
-	}
-	if (!wr)
-		return 0;
-	/* The data path is not wired to the protocol engine yet. */
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
+	for (; wr; wr = wr->next)
+		metaroce_flush_one(qp, qp->ibqp.send_cq, wr->wr_id, IB_WC_SEND);
+	return 0;
 }
 
 /* ---- memory regions ---- */

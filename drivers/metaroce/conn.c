@@ -1,0 +1,984 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Connections to peers: the handshake, the engine's clock and transmit work, completions. */
+
+#include <linux/hrtimer.h>
+#include <linux/random.h>
+#include <net/ip.h>
+#include <rdma/ib_cache.h>
+
+#include "metaroce.h"
+#include "core/codec.h"
+#include "core/handshake.h"
+
+static unsigned int metaroce_paths = 8;
+module_param_named(paths, metaroce_paths, uint, 0444);
+MODULE_PARM_DESC(paths, "Paths (UDP source ports) per connection, 1..16 (default 8)");
+
+/* Packets one run of the transmit work sends before it yields the CPU. */
+#define METAROCE_TX_BUDGET	64
+/* Room for IP, UDP and link headers in front of ours. */
+#define METAROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + sizeof(struct udphdr))
+/* Source port of packets that belong to no path (handshake, ACKs). */
+#define METAROCE_CTRL_SPORT	49152
+
+struct metaroce_conn {
+	struct metaroce_dev *mdev;
+	struct list_head node;		/* mdev->conns */
+	refcount_t ref;
+	__be32 laddr, raddr;
+	u32 id;				/* our src_conn_id, key of mdev->conn_ids */
+
+	spinlock_t lock;		/* everything below */
+	struct mr_hs hs;
+	struct mr_conn *eng;		/* valid once established */
+	bool established;
+	bool dead;
+	struct list_head qps;		/* attached QPs */
+	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
+
+	struct hrtimer timer;
+	struct work_struct tx_work;
+	struct rcu_head rcu;
+};
+
+static u64 metaroce_now(void)
+{
+	return ktime_get_ns();
+}
+
+static void metaroce_conn_put(struct metaroce_conn *c)
+{
+	if (refcount_dec_and_test(&c->ref)) {
+		kvfree(c->eng);
+		kfree_rcu(c, rcu);
+	}
+}
+
+static void metaroce_conn_kick(struct metaroce_conn *c)
+{
+	queue_work(METAROCE_TX_WQ, &c->tx_work);
+}
+
+/* ---- memory: keys, bounds, copies ---- */
+
+/* The kernel address behind a local SGE, or NULL if its lkey is not usable here. */
+static void *metaroce_sge_addr(struct metaroce_dev *mdev, const struct ib_sge *sge, u32 off)
+{
+	struct metaroce_mr *mr;
+
+	if (sge->lkey != mdev->ibdev.local_dma_lkey) {
+		mr = xa_load(&mdev->mrs, sge->lkey >> 8);
+		/* Only DMA MRs (kernel virtual addresses) carry data so far. */
+		if (!mr || mr->ibmr.lkey != sge->lkey || mr->umem)
+			return NULL;
+	}
+	return (void *)(uintptr_t)(sge->addr + off);
+}
+
+/* Copy between a flat buffer and an SGE list at a byte offset; false if out of range. */
+static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sge, u32 nsge,
+			      u32 off, void *buf, u32 len, bool to_sge)
+{
+	u32 i, n;
+	void *p;
+
+	for (i = 0; i < nsge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		p = metaroce_sge_addr(mdev, &sge[i], off);
+		if (!p)
+			return false;
+		if (to_sge)
+			memcpy(p, buf, n);
+		else
+			memcpy(buf, p, n);
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/* [MR-SEC-1] the remote key, access and bounds check before any placement or read. */
+static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 va, u64 len,
+			      int access)
+{
+	struct metaroce_qp *qp = c->stream_qp[slot];
+	struct metaroce_mr *mr;
+
+	if (!qp)
+		return MR_NAK_INVALID_REQUEST;
+	if (!(qp->attr.qp_access_flags & access))
+		return MR_NAK_ACCESS;
+	mr = xa_load(&c->mdev->mrs, rkey >> 8);
+	if (!mr || mr->ibmr.rkey != rkey || mr->ibmr.pd != qp->ibqp.pd)
+		return MR_NAK_BAD_RKEY;
+	if (!(mr->access & access))
+		return MR_NAK_ACCESS;
+	/* A DMA MR spans the kernel's address space; user MRs are not placed into yet. */
+	if (mr->umem)
+		return MR_NAK_ACCESS;
+	if (va + len < va)
+		return MR_NAK_BOUNDS;
+	return 0;
+}
+
+static struct metaroce_recv_wqe *metaroce_rq_wqe(struct metaroce_rq *rq, u32 index)
+{
+	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
+}
+
+static struct metaroce_send_wqe *metaroce_sq_wqe(struct metaroce_sq *sq, u32 index)
+{
+	return sq->wqes + (size_t)(index & (sq->slots - 1)) * sq->wqe_size;
+}
+
+static u32 metaroce_rnr_us(u8 timer)
+{
+	/* IB's min_rnr_timer encoding, coarsely: 0 means 655 ms, n about 10 us * 2^(n/3). */
+	return timer ? 10u << min_t(u32, timer / 3, 16) : 655360;
+}
+
+static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
+{
+	struct metaroce_conn *c = ctx;
+	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
+	struct metaroce_recv_wqe *wqe;
+	u32 idx, i, room = 0;
+
+	if (!qp)
+		return MR_NAK_INVALID_REQUEST;
+	if (pl->opcode == MR_OP_WRITE)
+		return metaroce_rkey_check(c, pl->stream_slot, pl->rkey, pl->va + pl->offset,
+					   pl->len, IB_ACCESS_REMOTE_WRITE);
+	if (pl->opcode != MR_OP_SEND)
+		return 0;
+
+	idx = qp->rq_base + pl->rsn;
+	if ((s32)(idx - READ_ONCE(qp->rq.tail)) >= 0) {
+		*info = metaroce_rnr_us(qp->attr.min_rnr_timer);
+		return MR_NAK_RNR;
+	}
+	wqe = metaroce_rq_wqe(&qp->rq, idx);
+	for (i = 0; i < wqe->num_sge; i++)
+		room += wqe->sge[i].length;
+	return (u64)pl->offset + pl->len > room ? MR_NAK_INVALID_REQUEST : 0;
+}
+
+static u8 metaroce_execute(void *ctx, struct mr_exec *ex)
+{
+	struct metaroce_conn *c = ctx;
+	u64 *p, old;
+	u8 code;
+
+	if (ex->opcode == MR_OP_READ_REQ)
+		return metaroce_rkey_check(c, ex->stream_slot, ex->rkey, ex->va, ex->len,
+					   IB_ACCESS_REMOTE_READ);
+	code = metaroce_rkey_check(c, ex->stream_slot, ex->rkey, ex->va, 8,
+				   IB_ACCESS_REMOTE_ATOMIC);
+	if (code)
+		return code;
+	if (ex->va & 7)
+		return MR_NAK_INVALID_REQUEST;
+	p = (u64 *)(uintptr_t)ex->va;
+	if (ex->opcode == MR_OP_ATOMIC_CAS) {
+		ex->orig = cmpxchg64(p, ex->compare, ex->swap_add);
+		return 0;
+	}
+	do {
+		old = READ_ONCE(*p);
+	} while (cmpxchg64(p, old, old + ex->swap_add) != old);
+	ex->orig = old;
+	return 0;
+}
+
+static const struct mr_conn_ops metaroce_engine_ops = {
+	.check_place = metaroce_check_place,
+	.execute = metaroce_execute,
+};
+
+/* Data the engine accepted: into a receive buffer, a Write target or a Read's buffer. */
+static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
+{
+	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
+	struct metaroce_send_wqe *swqe;
+	struct metaroce_recv_wqe *rwqe;
+	bool ok = true;
+
+	if (!qp)
+		return;
+	switch (pl->opcode) {
+	case MR_OP_SEND:
+		rwqe = metaroce_rq_wqe(&qp->rq, qp->rq_base + pl->rsn);
+		ok = metaroce_sge_copy(c->mdev, rwqe->sge, rwqe->num_sge, pl->offset,
+				       (void *)pl->data, pl->len, true);
+		break;
+	case MR_OP_WRITE:
+		memcpy((void *)(uintptr_t)(pl->va + pl->offset), pl->data, pl->len);
+		break;
+	case MR_OP_READ_RESP:
+		swqe = metaroce_sq_wqe(&qp->sq, (u32)pl->cookie);
+		ok = metaroce_sge_copy(c->mdev, swqe->sge, swqe->num_sge, pl->offset,
+				       (void *)pl->data, pl->len, true);
+		break;
+	default:
+		break;
+	}
+	if (!ok)
+		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);
+}
+
+/* ---- completions ---- */
+
+static const enum ib_wc_status metaroce_wc_status[] = {
+	[MR_WC_SUCCESS] = IB_WC_SUCCESS,
+	[MR_WC_RETRY_EXC_ERR] = IB_WC_RETRY_EXC_ERR,
+	[MR_WC_RNR_RETRY_EXC_ERR] = IB_WC_RNR_RETRY_EXC_ERR,
+	[MR_WC_REM_INV_REQ_ERR] = IB_WC_REM_INV_REQ_ERR,
+	[MR_WC_REM_ACCESS_ERR] = IB_WC_REM_ACCESS_ERR,
+	[MR_WC_REM_OP_ERR] = IB_WC_REM_OP_ERR,
+	[MR_WC_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
+};
+
+static enum ib_wc_opcode metaroce_wc_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static void metaroce_complete_send(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
+				   enum ib_wc_status status)
+{
+	struct ib_wc wc = {
+		.wr_id = wqe->wr_id,
+		.status = status,
+		.opcode = metaroce_wc_opcode(wqe->opcode),
+		.byte_len = wqe->len,
+		.qp = &qp->ibqp,
+	};
+
+	if (status != IB_WC_SUCCESS || qp->sq_sig_type == IB_SIGNAL_ALL_WR ||
+	    wqe->send_flags & IB_SEND_SIGNALED)
+		metaroce_cq_push(to_mcq(qp->ibqp.send_cq), &wc, false);
+}
+
+/* Everything still on the send queue completes with a flush error, [MR-VERBS-8]. */
+static void metaroce_sq_flush(struct metaroce_qp *qp)
+{
+	while (qp->sq.head != qp->sq.tail)
+		metaroce_complete_send(qp, metaroce_sq_wqe(&qp->sq, qp->sq.head++),
+				       IB_WC_WR_FLUSH_ERR);
+	qp->sq.posted = qp->sq.tail;
+}
+
+static void metaroce_qp_to_error(struct metaroce_qp *qp)
+{
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	metaroce_sq_flush(qp);
+	metaroce_rq_flush(qp);
+}
+
+static void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm)
+{
+	struct metaroce_qp *qp = c->stream_qp[cm->stream_slot];
+	enum ib_wc_status status = metaroce_wc_status[min_t(u8, cm->status, MR_WC_WR_FLUSH_ERR)];
+	struct metaroce_send_wqe *swqe;
+	struct metaroce_recv_wqe *rwqe;
+	struct ib_wc wc = {};
+
+	if (!qp)
+		return;
+	switch (cm->kind) {
+	case MR_COMPL_SEND:
+		/* The user may have flushed it already (QP moved to Error). */
+		if ((u32)cm->cookie != qp->sq.head)
+			return;
+		swqe = metaroce_sq_wqe(&qp->sq, qp->sq.head++);
+		if (status == IB_WC_SUCCESS && (swqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+						swqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) &&
+		    !metaroce_sge_copy(c->mdev, swqe->sge, swqe->num_sge, 0, (void *)&cm->orig,
+				       sizeof(cm->orig), true))
+			status = IB_WC_LOC_PROT_ERR;
+		metaroce_complete_send(qp, swqe, status);
+		if (status != IB_WC_SUCCESS)
+			metaroce_qp_to_error(qp);
+		break;
+	case MR_COMPL_RECV:
+		spin_lock(&qp->rq.lock);
+		if (qp->rq.head == qp->rq.tail) {
+			spin_unlock(&qp->rq.lock);
+			return;
+		}
+		rwqe = metaroce_rq_wqe(&qp->rq, qp->rq.head++);
+		wc.wr_id = rwqe->wr_id;
+		spin_unlock(&qp->rq.lock);
+		wc.status = status;
+		wc.opcode = IB_WC_RECV;
+		wc.byte_len = cm->len;
+		wc.qp = &qp->ibqp;
+		wc.src_qp = qp->attr.dest_qp_num;
+		metaroce_cq_push(to_mcq(qp->ibqp.recv_cq), &wc, false);
+		break;
+	case MR_COMPL_STREAM_ERROR:
+		metaroce_qp_to_error(qp);
+		break;
+	}
+}
+
+/* ---- the send side ---- */
+
+static u8 metaroce_mr_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_SEND:
+		return MR_OP_SEND;
+	case IB_WR_RDMA_WRITE:
+		return MR_OP_WRITE;
+	case IB_WR_RDMA_READ:
+		return MR_OP_READ_REQ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return MR_OP_ATOMIC_CAS;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return MR_OP_ATOMIC_FADD;
+	default:
+		return 0;
+	}
+}
+
+/* Hand waiting send WQEs to the engine while its window has room. */
+static void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp)
+{
+	struct metaroce_send_wqe *wqe;
+	struct mr_wr wr;
+
+	while (qp->slot >= 0 && qp->sq.posted != qp->sq.tail) {
+		wqe = metaroce_sq_wqe(&qp->sq, qp->sq.posted);
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = metaroce_mr_opcode(wqe->opcode);
+		wr.flags = wqe->send_flags & IB_SEND_FENCE ? MR_WR_FENCE : 0;
+		wr.len = wqe->len;
+		wr.va = wqe->remote_addr;
+		wr.rkey = wqe->rkey;
+		wr.compare = wqe->compare_add;
+		wr.swap_add = wqe->compare_add;
+		if (wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP)
+			wr.swap_add = wqe->swap;
+		if (wr.opcode == MR_OP_ATOMIC_CAS || wr.opcode == MR_OP_ATOMIC_FADD)
+			wr.len = 8;
+		wr.cookie = qp->sq.posted;
+		if (mr_conn_post_wr(c->eng, qp->slot, &wr) < 0)
+			break;
+		qp->sq.posted++;
+	}
+}
+
+static void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp)
+{
+	int slot;
+
+	slot = mr_conn_open_stream(c->eng, qp->ibqp.qp_num, qp->attr.dest_qp_num);
+	if (slot < 0) {
+		metaroce_count(c->mdev, METAROCE_CNT_STREAM_OPEN_ERRORS);
+		metaroce_qp_to_error(qp);
+		return;
+	}
+	qp->slot = slot;
+	c->stream_qp[slot] = qp;
+	mr_conn_set_rnr(c->eng, slot, qp->attr.rnr_retry, metaroce_rnr_us(qp->attr.min_rnr_timer));
+	metaroce_sq_push(c, qp);
+}
+
+static void metaroce_conn_established(struct metaroce_conn *c)
+{
+	struct mr_conn_cfg cfg;
+	struct metaroce_qp *qp;
+
+	mr_conn_cfg_defaults(&cfg);
+	mr_hs_conn_cfg(&c->hs, &cfg);
+	cfg.seed = get_random_u64();
+	mr_conn_init(c->eng, &cfg);
+	c->eng->ops = &metaroce_engine_ops;
+	c->eng->ops_ctx = c;
+	c->established = true;
+	list_for_each_entry(qp, &c->qps, conn_node)
+		if (qp->slot < 0)
+			metaroce_open_stream(c, qp);
+}
+
+/* The connection is gone (failed, closed, peer restarted): its QPs go to Error. */
+static void metaroce_conn_fail_locked(struct metaroce_conn *c)
+{
+	struct metaroce_qp *qp;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (!list_empty(&c->qps))
+		metaroce_count(c->mdev, METAROCE_CNT_CONN_FAILURES);
+	list_for_each_entry(qp, &c->qps, conn_node) {
+		if (qp->sq.head != qp->sq.tail) {
+			metaroce_complete_send(qp, metaroce_sq_wqe(&qp->sq, qp->sq.head++),
+					       IB_WC_RETRY_EXC_ERR);
+		}
+		metaroce_qp_to_error(qp);
+	}
+}
+
+/* A packet with our header and room for payload_len bytes the caller fills in. */
+static struct sk_buff *metaroce_pkt_skb(const struct mr_pkt *pkt, u8 **payload)
+{
+	u32 hlen = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, pkt->ack.n_msg_acks);
+	struct sk_buff *skb;
+	u32 len;
+
+	skb = alloc_skb(METAROCE_TX_HEADROOM + hlen + pkt->bth.payload_len, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, METAROCE_TX_HEADROOM);
+	len = mr_pkt_build(pkt, skb->data, hlen + pkt->bth.payload_len);
+	if (!len) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	skb_put(skb, len);
+	*payload = skb->data + len - pkt->bth.payload_len;
+	return skb;
+}
+
+static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
+			       const struct mr_pkt *pkt, u16 sport)
+{
+	struct sk_buff *skb;
+	u8 *payload;
+
+	skb = metaroce_pkt_skb(pkt, &payload);
+	if (!skb) {
+		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
+		return;
+	}
+	skb->mark = sport;	/* the UDP source port, until xmit */
+	__skb_queue_tail(q, skb);
+}
+
+/* A data packet: its payload comes from the send WQE, or for a Read response from memory. */
+static void metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
+				const struct mr_tx_desc *d)
+{
+	const struct mr_pkt *pkt = &d->pkt;
+	struct metaroce_qp *qp = c->stream_qp[d->stream_slot];
+	struct metaroce_send_wqe *wqe;
+	struct sk_buff *skb;
+	u8 *payload;
+	bool ok = true;
+
+	skb = metaroce_pkt_skb(pkt, &payload);
+	if (!skb) {
+		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
+		return;
+	}
+	if (pkt->bth.payload_len) {
+		if (pkt->bth.opcode == MR_OP_READ_RESP) {
+			memcpy(payload, (void *)(uintptr_t)(d->va + pkt->bth.offset),
+			       pkt->bth.payload_len);
+		} else if (qp) {
+			wqe = metaroce_sq_wqe(&qp->sq, (u32)d->cookie);
+			ok = metaroce_sge_copy(c->mdev, wqe->sge, wqe->num_sge, pkt->bth.offset,
+					       payload, pkt->bth.payload_len, false);
+		}
+	}
+	if (!ok) {
+		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);
+		kfree_skb(skb);
+		return;
+	}
+	skb->mark = d->entropy;
+	__skb_queue_tail(q, skb);
+}
+
+static void metaroce_conn_arm(struct metaroce_conn *c)
+{
+	u64 when = mr_hs_next_deadline(&c->hs);
+
+	if (c->established && !c->dead)
+		when = min(when, mr_conn_next_deadline(c->eng));
+	if (when == MR_NO_DEADLINE)
+		return;
+	hrtimer_start(&c->timer, ns_to_ktime(when), HRTIMER_MODE_ABS_SOFT);
+}
+
+static void metaroce_conn_tx_work(struct work_struct *work)
+{
+	struct metaroce_conn *c = container_of(work, struct metaroce_conn, tx_work);
+	struct mr_completion cm;
+	struct mr_tx_desc d;
+	struct sk_buff_head q;
+	struct metaroce_qp *qp;
+	struct sk_buff *skb;
+	struct mr_pkt pkt;
+	bool more = false;
+	u64 now;
+	int n;
+
+	__skb_queue_head_init(&q);
+	spin_lock_bh(&c->lock);
+	now = metaroce_now();
+	while (mr_hs_next_packet(&c->hs, &pkt))
+		metaroce_queue_pkt(c, &q, &pkt, METAROCE_CTRL_SPORT);
+	if (c->established && !c->dead) {
+		while (mr_conn_poll_completion(c->eng, &cm))
+			metaroce_complete(c, &cm);
+		list_for_each_entry(qp, &c->qps, conn_node)
+			metaroce_sq_push(c, qp);
+		while (mr_conn_next_ack(c->eng, now, &pkt))
+			metaroce_queue_pkt(c, &q, &pkt, METAROCE_CTRL_SPORT);
+		for (n = 0; n < METAROCE_TX_BUDGET; n++) {
+			if (!mr_conn_next_packet(c->eng, now, &d))
+				break;
+			metaroce_queue_data(c, &q, &d);
+		}
+		more = n == METAROCE_TX_BUDGET;
+	}
+	metaroce_conn_arm(c);
+	spin_unlock_bh(&c->lock);
+
+	while ((skb = __skb_dequeue(&q))) {
+		u16 sport = skb->mark;
+
+		skb->mark = 0;
+		metaroce_net_xmit4(c->mdev, skb, c->laddr, c->raddr, sport);
+	}
+	if (more)
+		metaroce_conn_kick(c);
+}
+
+static enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t)
+{
+	struct metaroce_conn *c = container_of(t, struct metaroce_conn, timer);
+	u64 now = metaroce_now();
+
+	spin_lock(&c->lock);
+	if (mr_hs_on_timer(&c->hs, now) == MR_HS_EV_FAILED)
+		metaroce_conn_fail_locked(c);
+	if (c->established && !c->dead) {
+		mr_conn_on_timer(c->eng, now);
+		if (c->eng->failed)
+			metaroce_conn_fail_locked(c);
+	}
+	spin_unlock(&c->lock);
+	metaroce_conn_kick(c);
+	return HRTIMER_NORESTART;
+}
+
+/* ---- connection table ---- */
+
+static void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
+{
+	enum ib_mtu mtu;
+
+	mr_hs_local_defaults(l, mdev->incarnation);
+	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
+	spin_lock_bh(&mdev->port_lock);
+	mtu = mdev->active_mtu;
+	spin_unlock_bh(&mdev->port_lock);
+	l->pmtu = ib_mtu_enum_to_int(mtu);
+}
+
+static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev, __be32 laddr,
+						 __be32 raddr)
+{
+	struct metaroce_conn *c;
+	int err, tries;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return NULL;
+	c->eng = kvzalloc(sizeof(*c->eng), GFP_KERNEL);
+	if (!c->eng) {
+		kfree(c);
+		return NULL;
+	}
+	c->mdev = mdev;
+	c->laddr = laddr;
+	c->raddr = raddr;
+	refcount_set(&c->ref, 1);	/* the table's */
+	spin_lock_init(&c->lock);
+	INIT_LIST_HEAD(&c->qps);
+	hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	c->timer.function = metaroce_conn_timer;
+	INIT_WORK(&c->tx_work, metaroce_conn_tx_work);
+
+	/* [MR-CONN-3] random, nonzero and unique among our connections. */
+	for (tries = 0; tries < 16; tries++) {
+		c->id = get_random_u32() | 1;
+		err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
+		if (err != -EBUSY)
+			break;
+	}
+	if (err) {
+		kvfree(c->eng);
+		kfree(c);
+		return NULL;
+	}
+	list_add(&c->node, &mdev->conns);
+	return c;
+}
+
+static struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev, __be32 laddr,
+						__be32 raddr)
+{
+	struct metaroce_conn *c;
+
+	list_for_each_entry(c, &mdev->conns, node)
+		if (c->laddr == laddr && c->raddr == raddr && !c->dead)
+			return c;
+	return NULL;
+}
+
+/* Take a connection out of the table and stop it; conn_mutex held. */
+static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
+{
+	spin_lock_bh(&c->lock);
+	if (failed)
+		metaroce_conn_fail_locked(c);
+	c->dead = true;
+	spin_unlock_bh(&c->lock);
+	xa_erase(&c->mdev->conn_ids, c->id);
+	list_del(&c->node);
+	hrtimer_cancel(&c->timer);
+	cancel_work_sync(&c->tx_work);
+	metaroce_conn_put(c);
+}
+
+static int metaroce_gid_ipv4(const union ib_gid *gid, __be32 *addr)
+{
+	if (!ipv6_addr_v4mapped((const struct in6_addr *)gid->raw))
+		return -EAFNOSUPPORT;	/* IPv6 arrives with the next transport step */
+	*addr = ((const struct in6_addr *)gid->raw)->s6_addr32[3];
+	return 0;
+}
+
+/*
+ * RC QP moving to RTR: bind it to the connection with its peer (made on
+ * demand, [MR-CONN-2]); its stream opens when the connection is established.
+ */
+int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
+{
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
+	const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
+	struct mr_hs_local l;
+	struct metaroce_conn *c;
+	__be32 laddr, raddr;
+	int err;
+
+	if (qp->conn)
+		return 0;
+	if (!grh->sgid_attr)
+		return -EINVAL;
+	err = metaroce_gid_ipv4(&grh->dgid, &raddr);
+	if (!err)
+		err = metaroce_gid_ipv4(&grh->sgid_attr->gid, &laddr);
+	if (err)
+		return err;
+
+	mutex_lock(&mdev->conn_mutex);
+	c = metaroce_conn_find(mdev, laddr, raddr);
+	if (!c) {
+		c = metaroce_conn_alloc(mdev, laddr, raddr);
+		if (!c) {
+			mutex_unlock(&mdev->conn_mutex);
+			return -ENOMEM;
+		}
+		metaroce_hs_local(mdev, &l);
+		spin_lock_bh(&c->lock);
+		mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
+		spin_unlock_bh(&c->lock);
+	}
+	refcount_inc(&c->ref);
+	spin_lock_bh(&c->lock);
+	qp->conn = c;
+	qp->slot = -1;
+	list_add_tail(&qp->conn_node, &c->qps);
+	if (c->established)
+		metaroce_open_stream(c, qp);
+	spin_unlock_bh(&c->lock);
+	mutex_unlock(&mdev->conn_mutex);
+	metaroce_conn_kick(c);
+	return 0;
+}
+
+/* QP destroyed: let go of its stream; the last QP of a connection closes it. */
+void metaroce_qp_detach(struct metaroce_qp *qp)
+{
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
+	struct metaroce_conn *c = qp->conn;
+	bool last;
+
+	if (!c)
+		return;
+	mutex_lock(&mdev->conn_mutex);
+	spin_lock_bh(&c->lock);
+	if (qp->slot >= 0)
+		c->stream_qp[qp->slot] = NULL;
+	list_del(&qp->conn_node);
+	qp->conn = NULL;
+	last = list_empty(&c->qps);
+	if (last && !c->dead && c->hs.state == MR_HS_ESTABLISHED)
+		mr_hs_close(&c->hs, metaroce_now(), MR_CLOSE_NORMAL);
+	spin_unlock_bh(&c->lock);
+	if (last && !c->dead) {
+		/* Best effort CLOSE, then the connection goes ([MR-CONN-9]). */
+		metaroce_conn_kick(c);
+		flush_work(&c->tx_work);
+		metaroce_conn_remove(c, false);
+	}
+	mutex_unlock(&mdev->conn_mutex);
+	metaroce_conn_put(c);
+}
+
+/* The user moved the QP to Error: complete what the engine still holds as flushed. */
+void metaroce_qp_flush(struct metaroce_qp *qp)
+{
+	struct metaroce_conn *c = qp->conn;
+
+	if (!c) {
+		metaroce_rq_flush(qp);
+		return;
+	}
+	spin_lock_bh(&c->lock);
+	metaroce_qp_to_error(qp);
+	spin_unlock_bh(&c->lock);
+}
+
+int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	struct metaroce_conn *c = qp->conn;
+	struct metaroce_send_wqe *wqe;
+	int err = 0;
+	u32 i;
+
+	if (ibqp->qp_type != IB_QPT_RC || !c) {
+		/* UD and GSI sends arrive with the next transport step. */
+		if (READ_ONCE(qp->state) == IB_QPS_ERR)
+			return metaroce_post_send_flush(qp, wr, bad_wr);
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+
+	spin_lock_bh(&c->lock);
+	for (; wr; wr = wr->next) {
+		if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+			struct metaroce_send_wqe flush = { .wr_id = wr->wr_id,
+							   .opcode = wr->opcode };
+
+			metaroce_complete_send(qp, &flush, IB_WC_WR_FLUSH_ERR);
+			continue;
+		}
+		if (READ_ONCE(qp->state) != IB_QPS_RTS || !metaroce_mr_opcode(wr->opcode) ||
+		    wr->num_sge > qp->sq.max_sge || wr->send_flags & IB_SEND_INLINE) {
+			err = metaroce_mr_opcode(wr->opcode) ? -EINVAL : -EOPNOTSUPP;
+			break;
+		}
+		if (qp->sq.tail - qp->sq.head >= qp->sq.max_wr) {
+			err = -ENOMEM;
+			break;
+		}
+		wqe = metaroce_sq_wqe(&qp->sq, qp->sq.tail);
+		wqe->wr_id = wr->wr_id;
+		wqe->opcode = wr->opcode;
+		wqe->send_flags = wr->send_flags;
+		wqe->num_sge = wr->num_sge;
+		wqe->len = 0;
+		for (i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i] = wr->sg_list[i];
+			wqe->len += wr->sg_list[i].length;
+			if (!metaroce_sge_addr(c->mdev, &wr->sg_list[i], 0))
+				err = -EINVAL;
+		}
+		if (err)
+			break;
+		if (wr->opcode == IB_WR_RDMA_WRITE || wr->opcode == IB_WR_RDMA_READ) {
+			wqe->remote_addr = rdma_wr(wr)->remote_addr;
+			wqe->rkey = rdma_wr(wr)->rkey;
+		} else if (wr->opcode != IB_WR_SEND) {
+			wqe->remote_addr = atomic_wr(wr)->remote_addr;
+			wqe->rkey = atomic_wr(wr)->rkey;
+			wqe->compare_add = atomic_wr(wr)->compare_add;
+			wqe->swap = atomic_wr(wr)->swap;
+			if (wqe->len < 8) {
+				err = -EINVAL;
+				break;
+			}
+		}
+		qp->sq.tail++;
+	}
+	metaroce_sq_push(c, qp);
+	spin_unlock_bh(&c->lock);
+	metaroce_conn_kick(c);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+/* ---- receive side entry points (softirq) ---- */
+
+void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *p, bool ce)
+{
+	const struct mr_pkt *pkt = p;
+	struct metaroce_conn *c;
+	struct mr_place pl;
+	enum mr_hs_event ev;
+	u64 now;
+
+	rcu_read_lock();
+	c = xa_load(&mdev->conn_ids, pkt->bth.conn_id);
+	if (c && !refcount_inc_not_zero(&c->ref))
+		c = NULL;
+	rcu_read_unlock();
+	if (!c) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+		return;
+	}
+
+	spin_lock(&c->lock);
+	now = metaroce_now();
+	switch (pkt->bth.opcode) {
+	case MR_OP_CONNECT_RESP:
+	case MR_OP_CLOSE:
+	case MR_OP_CLOSE_ACK:
+		ev = mr_hs_on_packet(&c->hs, now, pkt);
+		if (ev == MR_HS_EV_ESTABLISHED && !c->established)
+			metaroce_conn_established(c);
+		else if (ev == MR_HS_EV_CLOSED || ev == MR_HS_EV_FAILED)
+			metaroce_conn_fail_locked(c);
+		break;
+	default:
+		if (!c->established || c->dead) {
+			metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+			break;
+		}
+		if (ce)
+			metaroce_count(mdev, METAROCE_CNT_RX_ECN_CE);
+		if (pkt->bth.opcode == MR_OP_ACK)
+			mr_conn_on_ack(c->eng, now, pkt);
+		else if (pkt->bth.opcode == MR_OP_NAK)
+			mr_conn_on_nak(c->eng, now, pkt);
+		else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE)
+			metaroce_place(c, &pl);
+		break;
+	}
+	spin_unlock(&c->lock);
+	metaroce_conn_kick(c);
+	metaroce_conn_put(c);
+}
+
+/* CONNECT_REQs need memory for a new connection: accept them in process context. */
+void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	if (skb_queue_len(&mdev->connect_reqs) >= 64) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+		kfree_skb(skb);
+		return;
+	}
+	skb_queue_tail(&mdev->connect_reqs, skb);
+	schedule_work(&mdev->accept_work);
+}
+
+static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	__be32 raddr = ip_hdr(skb)->saddr, laddr = ip_hdr(skb)->daddr;
+	struct metaroce_conn *c;
+	struct mr_hs_local l;
+	enum mr_hs_event ev;
+	struct mr_pkt pkt;
+
+	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
+			 &pkt) != MR_PARSE_OK)
+		return;
+
+	c = metaroce_conn_find(mdev, laddr, raddr);
+	if (c) {
+		enum mr_hs_req_verdict verdict;
+
+		spin_lock_bh(&c->lock);
+		verdict = mr_hs_classify_req(&c->hs, &pkt);
+		if (verdict == MR_HS_REQ_DUPLICATE) {
+			mr_hs_on_duplicate_req(&c->hs);
+		} else if (verdict == MR_HS_REQ_YIELD) {
+			ev = mr_hs_yield(&c->hs, &pkt);
+			if (ev == MR_HS_EV_ESTABLISHED && !c->established)
+				metaroce_conn_established(c);
+		}
+		spin_unlock_bh(&c->lock);
+		if (verdict == MR_HS_REQ_DUPLICATE || verdict == MR_HS_REQ_YIELD ||
+		    verdict == MR_HS_REQ_IGNORE) {
+			metaroce_conn_kick(c);
+			return;
+		}
+		/* A restarted or replaced peer: the old connection goes, [MR-CONN-7]. */
+		metaroce_conn_remove(c, true);
+	}
+	c = metaroce_conn_alloc(mdev, laddr, raddr);
+	if (!c) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+		return;
+	}
+	metaroce_hs_local(mdev, &l);
+	spin_lock_bh(&c->lock);
+	if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
+		metaroce_conn_established(c);
+	spin_unlock_bh(&c->lock);
+	metaroce_conn_kick(c);
+}
+
+static void metaroce_accept_work(struct work_struct *work)
+{
+	struct metaroce_dev *mdev = container_of(work, struct metaroce_dev, accept_work);
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&mdev->connect_reqs))) {
+		mutex_lock(&mdev->conn_mutex);
+		metaroce_accept_one(mdev, skb);
+		mutex_unlock(&mdev->conn_mutex);
+		kfree_skb(skb);
+	}
+}
+
+int metaroce_conn_dev_init(struct metaroce_dev *mdev)
+{
+	mutex_init(&mdev->conn_mutex);
+	INIT_LIST_HEAD(&mdev->conns);
+	xa_init(&mdev->conn_ids);
+	skb_queue_head_init(&mdev->connect_reqs);
+	INIT_WORK(&mdev->accept_work, metaroce_accept_work);
+	mdev->incarnation = get_random_u64() | 1;
+	return 0;
+}
+
+/* Device going away: every QP is destroyed by now; drop what connections remain. */
+void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev)
+{
+	struct metaroce_conn *c, *tmp;
+
+	cancel_work_sync(&mdev->accept_work);
+	skb_queue_purge(&mdev->connect_reqs);
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry_safe(c, tmp, &mdev->conns, node)
+		metaroce_conn_remove(c, false);
+	mutex_unlock(&mdev->conn_mutex);
+	xa_destroy(&mdev->conn_ids);
+}
