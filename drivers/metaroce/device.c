@@ -120,8 +120,16 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->max_pd = METAROCE_MAX_PD;
 	attr->max_ah = METAROCE_MAX_AH;
 	attr->max_pkeys = 1;
-	/* No atomics, Reads or SRQs until the transport carries them. */
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Reads and atomics in flight per QP: the engine keeps at most
+	 * MR_STREAM_MAX_MSGS messages open per stream.  Atomics run with
+	 * cmpxchg on host memory: atomic against this device's own
+	 * operations, not against the CPU's plain stores.
+	 */
+	attr->max_qp_rd_atom = METAROCE_MAX_RD_ATOM;
+	attr->max_qp_init_rd_atom = METAROCE_MAX_RD_ATOM;
+	attr->max_res_rd_atom = METAROCE_MAX_RD_ATOM * METAROCE_MAX_QP;
+	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "stats.h"
+#include "core/wire.h"
 
 #define METAROCE_VENDOR_ID		0xffffff	/* no IEEE OUI: software device */
 #define METAROCE_VENDOR_PART_ID		METAROCE_DRIVER_ID
@@ -26,6 +27,7 @@
 #define METAROCE_MAX_MR			0x10000
 #define METAROCE_MAX_AH			0x10000
 #define METAROCE_MAX_INLINE		256
+#define METAROCE_MAX_RD_ATOM		MR_STREAM_MAX_MSGS
 #define METAROCE_GID_TABLE_LEN		128
 #define METAROCE_MAX_MSG_SIZE		0x80000000u
 
