@@ -61,24 +61,28 @@ static void metaroce_conn_kick(struct metaroce_conn *c)
 
 /* ---- memory: keys, bounds, copies ---- */
 
-/* The kernel address behind a local SGE, or NULL if its lkey is not usable here. */
-static void *metaroce_sge_addr(struct metaroce_dev *mdev, const struct ib_sge *sge, u32 off)
+/* The MR behind a key (lkey or rkey), if it is ours, current and registered. */
+static struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 {
-	struct metaroce_mr *mr;
+	struct metaroce_mr *mr = xa_load(&mdev->mrs, key >> 8);
 
-	if (sge->lkey != mdev->ibdev.local_dma_lkey) {
-		mr = xa_load(&mdev->mrs, sge->lkey >> 8);
-		/* Only DMA MRs (kernel virtual addresses) carry data so far. */
-		if (!mr || mr->ibmr.lkey != sge->lkey || mr->umem)
-			return NULL;
-	}
-	return (void *)(uintptr_t)(sge->addr + off);
+	if (!mr || READ_ONCE(mr->ibmr.lkey) != key || mr->umem)
+		return NULL;	/* user MRs carry no data yet */
+	if (mr->frwr && !smp_load_acquire(&mr->valid))
+		return NULL;
+	return mr;
+}
+
+static bool metaroce_lkey_ok(struct metaroce_dev *mdev, const struct ib_sge *sge)
+{
+	return sge->lkey == mdev->ibdev.local_dma_lkey || metaroce_key_mr(mdev, sge->lkey);
 }
 
 /* Copy between a flat buffer and an SGE list at a byte offset; false if out of range. */
 static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sge, u32 nsge,
 			      u32 off, void *buf, u32 len, bool to_sge)
 {
+	struct metaroce_mr *mr;
 	u32 i, n;
 	void *p;
 
@@ -88,13 +92,17 @@ static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sg
 			continue;
 		}
 		n = min(len, sge[i].length - off);
-		p = metaroce_sge_addr(mdev, &sge[i], off);
-		if (!p)
-			return false;
-		if (to_sge)
-			memcpy(p, buf, n);
-		else
-			memcpy(buf, p, n);
+		if (sge[i].lkey == mdev->ibdev.local_dma_lkey) {
+			p = (void *)(uintptr_t)(sge[i].addr + off);
+			if (to_sge)
+				memcpy(p, buf, n);
+			else
+				memcpy(buf, p, n);
+		} else {
+			mr = metaroce_key_mr(mdev, sge[i].lkey);
+			if (!mr || !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
+				return false;
+		}
 		buf += n;
 		len -= n;
 		off = 0;
@@ -113,15 +121,16 @@ static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 v
 		return MR_NAK_INVALID_REQUEST;
 	if (!(qp->attr.qp_access_flags & access))
 		return MR_NAK_ACCESS;
-	mr = xa_load(&c->mdev->mrs, rkey >> 8);
-	if (!mr || mr->ibmr.rkey != rkey || mr->ibmr.pd != qp->ibqp.pd)
+	mr = metaroce_key_mr(c->mdev, rkey);
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return MR_NAK_BAD_RKEY;
 	if (!(mr->access & access))
 		return MR_NAK_ACCESS;
-	/* A DMA MR spans the kernel's address space; user MRs are not placed into yet. */
-	if (mr->umem)
-		return MR_NAK_ACCESS;
 	if (va + len < va)
+		return MR_NAK_BOUNDS;
+	/* A DMA MR spans the kernel's address space; a fast-registered one its pages. */
+	if (mr->frwr && (va < mr->ibmr.iova || len > mr->ibmr.length ||
+			 va - mr->ibmr.iova > mr->ibmr.length - len))
 		return MR_NAK_BOUNDS;
 	return 0;
 }
@@ -158,13 +167,17 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 		return 0;
 
 	idx = qp->rq_base + pl->rsn;
-	if ((s32)(idx - READ_ONCE(qp->rq.tail)) >= 0) {
+	/* The lock orders our reads after post_recv's writes of the WQE. */
+	spin_lock(&qp->rq.lock);
+	if ((s32)(idx - qp->rq.tail) >= 0) {
+		spin_unlock(&qp->rq.lock);
 		*info = metaroce_rnr_us(qp->attr.min_rnr_timer);
 		return MR_NAK_RNR;
 	}
 	wqe = metaroce_rq_wqe(&qp->rq, idx);
 	for (i = 0; i < wqe->num_sge; i++)
 		room += wqe->sge[i].length;
+	spin_unlock(&qp->rq.lock);
 	return (u64)pl->offset + pl->len > room ? MR_NAK_INVALID_REQUEST : 0;
 }
 
@@ -183,7 +196,9 @@ static u8 metaroce_execute(void *ctx, struct mr_exec *ex)
 		return code;
 	if (ex->va & 7)
 		return MR_NAK_INVALID_REQUEST;
-	p = (u64 *)(uintptr_t)ex->va;
+	p = metaroce_mr_ptr(metaroce_key_mr(c->mdev, ex->rkey), ex->va, 8);
+	if (!p)
+		return MR_NAK_BOUNDS;
 	if (ex->opcode == MR_OP_ATOMIC_CAS) {
 		ex->orig = cmpxchg64(p, ex->compare, ex->swap_add);
 		return 0;
@@ -206,6 +221,7 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
 	struct metaroce_send_wqe *swqe;
 	struct metaroce_recv_wqe *rwqe;
+	struct metaroce_mr *mr;
 	bool ok = true;
 
 	if (!qp)
@@ -217,7 +233,9 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 				       (void *)pl->data, pl->len, true);
 		break;
 	case MR_OP_WRITE:
-		memcpy((void *)(uintptr_t)(pl->va + pl->offset), pl->data, pl->len);
+		mr = metaroce_key_mr(c->mdev, pl->rkey);
+		ok = mr && metaroce_mr_copy(mr, pl->va + pl->offset, (void *)pl->data, pl->len,
+					    true);
 		break;
 	case MR_OP_READ_RESP:
 		swqe = metaroce_sq_wqe(&qp->sq, (u32)pl->cookie);
@@ -254,6 +272,10 @@ static enum ib_wc_opcode metaroce_wc_opcode(enum ib_wr_opcode op)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}
@@ -273,6 +295,20 @@ static void metaroce_complete_send(struct metaroce_qp *qp, struct metaroce_send_
 	if (status != IB_WC_SUCCESS || qp->sq_sig_type == IB_SIGNAL_ALL_WR ||
 	    wqe->send_flags & IB_SEND_SIGNALED)
 		metaroce_cq_push(to_mcq(qp->ibqp.send_cq), &wc, false);
+}
+
+/* REG_MR and LOCAL_INV took effect when posted; they complete in queue order. */
+static void metaroce_sq_complete_local(struct metaroce_qp *qp)
+{
+	struct metaroce_send_wqe *wqe;
+
+	while (qp->sq.head != qp->sq.posted) {
+		wqe = metaroce_sq_wqe(&qp->sq, qp->sq.head);
+		if (!wqe->local)
+			break;
+		qp->sq.head++;
+		metaroce_complete_send(qp, wqe, IB_WC_SUCCESS);
+	}
 }
 
 /* Everything still on the send queue completes with a flush error, [MR-VERBS-8]. */
@@ -303,6 +339,7 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		return;
 	switch (cm->kind) {
 	case MR_COMPL_SEND:
+		metaroce_sq_complete_local(qp);
 		/* The user may have flushed it already (QP moved to Error). */
 		if ((u32)cm->cookie != qp->sq.head)
 			return;
@@ -315,6 +352,7 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		metaroce_complete_send(qp, swqe, status);
 		if (status != IB_WC_SUCCESS)
 			metaroce_qp_to_error(qp);
+		metaroce_sq_complete_local(qp);
 		break;
 	case MR_COMPL_RECV:
 		spin_lock(&qp->rq.lock);
@@ -366,6 +404,10 @@ static void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp)
 
 	while (qp->slot >= 0 && qp->sq.posted != qp->sq.tail) {
 		wqe = metaroce_sq_wqe(&qp->sq, qp->sq.posted);
+		if (wqe->local) {
+			qp->sq.posted++;
+			continue;
+		}
 		memset(&wr, 0, sizeof(wr));
 		wr.opcode = metaroce_mr_opcode(wqe->opcode);
 		wr.flags = wqe->send_flags & IB_SEND_FENCE ? MR_WR_FENCE : 0;
@@ -383,6 +425,7 @@ static void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp)
 			break;
 		qp->sq.posted++;
 	}
+	metaroce_sq_complete_local(qp);
 }
 
 static void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp)
@@ -491,8 +534,10 @@ static void metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 	}
 	if (pkt->bth.payload_len) {
 		if (pkt->bth.opcode == MR_OP_READ_RESP) {
-			memcpy(payload, (void *)(uintptr_t)(d->va + pkt->bth.offset),
-			       pkt->bth.payload_len);
+			struct metaroce_mr *mr = metaroce_key_mr(c->mdev, d->rkey);
+
+			ok = mr && metaroce_mr_copy(mr, d->va + pkt->bth.offset, payload,
+						    pkt->bth.payload_len, false);
 		} else if (qp) {
 			wqe = metaroce_sq_wqe(&qp->sq, (u32)d->cookie);
 			ok = metaroce_sge_copy(c->mdev, wqe->sge, wqe->num_sge, pkt->bth.offset,
@@ -768,6 +813,7 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct metaroce_qp *qp = to_mqp(ibqp);
 	struct metaroce_conn *c = qp->conn;
 	struct metaroce_send_wqe *wqe;
+	bool local;
 	int err = 0;
 	u32 i;
 
@@ -788,9 +834,11 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			metaroce_complete_send(qp, &flush, IB_WC_WR_FLUSH_ERR);
 			continue;
 		}
-		if (READ_ONCE(qp->state) != IB_QPS_RTS || !metaroce_mr_opcode(wr->opcode) ||
+		local = wr->opcode == IB_WR_REG_MR || wr->opcode == IB_WR_LOCAL_INV;
+		if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+		    !(local || metaroce_mr_opcode(wr->opcode)) ||
 		    wr->num_sge > qp->sq.max_sge || wr->send_flags & IB_SEND_INLINE) {
-			err = metaroce_mr_opcode(wr->opcode) ? -EINVAL : -EOPNOTSUPP;
+			err = local || metaroce_mr_opcode(wr->opcode) ? -EINVAL : -EOPNOTSUPP;
 			break;
 		}
 		if (qp->sq.tail - qp->sq.head >= qp->sq.max_wr) {
@@ -801,12 +849,20 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		wqe->wr_id = wr->wr_id;
 		wqe->opcode = wr->opcode;
 		wqe->send_flags = wr->send_flags;
-		wqe->num_sge = wr->num_sge;
+		wqe->local = local;
+		wqe->num_sge = local ? 0 : wr->num_sge;
 		wqe->len = 0;
+		if (local) {
+			err = metaroce_local_wr(qp, wr);
+			if (err)
+				break;
+			qp->sq.tail++;
+			continue;
+		}
 		for (i = 0; i < wr->num_sge; i++) {
 			wqe->sge[i] = wr->sg_list[i];
 			wqe->len += wr->sg_list[i].length;
-			if (!metaroce_sge_addr(c->mdev, &wr->sg_list[i], 0))
+			if (!metaroce_lkey_ok(c->mdev, &wr->sg_list[i]))
 				err = -EINVAL;
 		}
 		if (err)

@@ -130,6 +130,8 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->max_qp_init_rd_atom = METAROCE_MAX_RD_ATOM;
 	attr->max_res_rd_atom = METAROCE_MAX_RD_ATOM * METAROCE_MAX_QP;
 	attr->atomic_cap = IB_ATOMIC_HCA;
+	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = METAROCE_MAX_FRWR_PAGES;
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }

@@ -28,6 +28,7 @@
 #define METAROCE_MAX_AH			0x10000
 #define METAROCE_MAX_INLINE		256
 #define METAROCE_MAX_RD_ATOM		MR_STREAM_MAX_MSGS
+#define METAROCE_MAX_FRWR_PAGES		512
 #define METAROCE_GID_TABLE_LEN		128
 #define METAROCE_MAX_MSG_SIZE		0x80000000u
 
@@ -140,6 +141,7 @@ struct metaroce_send_wqe {
 	u64 compare_add;
 	u64 swap;
 	u32 len;		/* sum of the SGEs */
+	bool local;		/* REG_MR or LOCAL_INV: done when posted, completes in order */
 	u32 num_sge;
 	struct ib_sge sge[];
 };
@@ -186,7 +188,21 @@ struct metaroce_mr {
 	struct ib_umem *umem;	/* pinned user pages; NULL for a DMA MR */
 	int access;
 	struct rcu_head rcu;	/* the receive path looks MRs up under RCU */
+
+	/* Fast registration (alloc_mr, map_mr_sg, REG_MR, LOCAL_INV). */
+	bool frwr;
+	bool valid;		/* registered by REG_MR and not invalidated */
+	u32 max_pages;
+	u32 npages;
+	u64 *pages;		/* page addresses (kernel virtual: software DMA) */
 };
+
+/* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
+void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
+/* Copy between an MR at va and buf; false if the range is not all inside the MR. */
+bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
+/* Posted REG_MR and LOCAL_INV run at once; see conn.c for their completion order. */
+int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
 
 /* conn.c */
 int metaroce_conn_dev_init(struct metaroce_dev *mdev);

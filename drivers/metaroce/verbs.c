@@ -519,7 +519,142 @@ static int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	xa_erase(&to_mdev(ibmr->device)->mrs, ibmr->lkey >> 8);
 	ib_umem_release(mr->umem);
+	/* The receive path may still be looking at it. */
+	synchronize_rcu();
+	kvfree(mr->pages);
 	kfree(mr);
+	return 0;
+}
+
+/* ---- fast registration ---- */
+
+static struct ib_mr *metaroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_sg)
+{
+	struct metaroce_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_sg || max_sg > METAROCE_MAX_FRWR_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pages = kvcalloc(max_sg, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		kfree(mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->frwr = true;
+	mr->max_pages = max_sg;
+	err = metaroce_mr_publish(to_mdev(ibpd->device), mr);
+	if (err) {
+		kvfree(mr->pages);
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int metaroce_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	mr->pages[mr->npages++] = addr;
+	return 0;
+}
+
+static int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+			      unsigned int *sg_offset)
+{
+	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, metaroce_set_page);
+}
+
+/* Where va lies in a fast-registered MR: page index and offset in it; false if outside. */
+static bool metaroce_frwr_locate(struct metaroce_mr *mr, u64 va, u32 len, u32 *page, u32 *off)
+{
+	u64 psize = mr->ibmr.page_size, first = mr->ibmr.iova & ~(psize - 1), pos;
+
+	if (!mr->valid || va < mr->ibmr.iova || len > mr->ibmr.length ||
+	    va - mr->ibmr.iova > mr->ibmr.length - len)
+		return false;
+	pos = va - first;
+	*page = div64_u64(pos, psize);
+	*off = pos - (u64)*page * psize;
+	return *page < mr->npages;
+}
+
+void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len)
+{
+	u32 page, off;
+
+	if (!mr->frwr)
+		return (void *)(uintptr_t)va;
+	if (!metaroce_frwr_locate(mr, va, len, &page, &off) || off + len > mr->ibmr.page_size)
+		return NULL;
+	return (void *)(uintptr_t)(mr->pages[page] + off);
+}
+
+bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
+{
+	u32 page, off, n;
+	void *p;
+
+	if (!mr->frwr) {
+		p = (void *)(uintptr_t)va;
+		if (to_mr)
+			memcpy(p, buf, len);
+		else
+			memcpy(buf, p, len);
+		return true;
+	}
+	if (!metaroce_frwr_locate(mr, va, len, &page, &off))
+		return false;
+	while (len) {
+		if (page >= mr->npages)
+			return false;
+		n = min_t(u32, len, mr->ibmr.page_size - off);
+		p = (void *)(uintptr_t)(mr->pages[page] + off);
+		if (to_mr)
+			memcpy(p, buf, n);
+		else
+			memcpy(buf, p, n);
+		buf += n;
+		len -= n;
+		off = 0;
+		page++;
+	}
+	return true;
+}
+
+/* IB_WR_REG_MR and IB_WR_LOCAL_INV: change the MR now, under the QP's PD. */
+int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr)
+{
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
+	struct metaroce_mr *mr;
+	u32 key;
+
+	if (wr->opcode == IB_WR_REG_MR) {
+		mr = container_of(reg_wr(wr)->mr, struct metaroce_mr, ibmr);
+		key = reg_wr(wr)->key;
+		if (!mr->frwr || mr->ibmr.pd != qp->ibqp.pd || (key >> 8) != (mr->ibmr.lkey >> 8))
+			return -EINVAL;
+		mr->access = reg_wr(wr)->access;
+		mr->ibmr.lkey = key;
+		mr->ibmr.rkey = key;
+		smp_store_release(&mr->valid, true);
+		return 0;
+	}
+	key = wr->ex.invalidate_rkey;
+	mr = xa_load(&mdev->mrs, key >> 8);
+	if (!mr || mr->ibmr.rkey != key || !mr->frwr || mr->ibmr.pd != qp->ibqp.pd)
+		return -EINVAL;
+	WRITE_ONCE(mr->valid, false);
 	return 0;
 }
 
@@ -529,7 +664,9 @@ const struct ib_device_ops metaroce_verbs_ops = {
 	.create_cq = metaroce_create_cq,
 	.create_qp = metaroce_create_qp,
 	.dealloc_pd = metaroce_dealloc_pd,
+	.alloc_mr = metaroce_alloc_mr,
 	.dereg_mr = metaroce_dereg_mr,
+	.map_mr_sg = metaroce_map_mr_sg,
 	.destroy_ah = metaroce_destroy_ah,
 	.destroy_cq = metaroce_destroy_cq,
 	.destroy_qp = metaroce_destroy_qp,
