@@ -68,6 +68,7 @@ static struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 
 	if (!mr || READ_ONCE(mr->ibmr.lkey) != key || mr->umem)
 		return NULL;	/* user MRs carry no data yet */
+	/* Pairs with REG_MR's release: a valid MR's pages and bounds are visible. */
 	if (mr->frwr && !smp_load_acquire(&mr->valid))
 		return NULL;
 	return mr;

@@ -647,6 +647,7 @@ int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr)
 		mr->access = reg_wr(wr)->access;
 		mr->ibmr.lkey = key;
 		mr->ibmr.rkey = key;
+		/* Pairs with the receive path's acquire: keys and pages before valid. */
 		smp_store_release(&mr->valid, true);
 		return 0;
 	}
