@@ -702,7 +702,7 @@ static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	c->dead = true;
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);
-	list_del(&c->node);
+	list_del_init(&c->node);
 	hrtimer_cancel(&c->timer);
 	cancel_work_sync(&c->tx_work);
 	metaroce_conn_put(c);
@@ -747,10 +747,17 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 			mutex_unlock(&mdev->conn_mutex);
 			return -ENOMEM;
 		}
-		metaroce_hs_local(mdev, &l);
-		spin_lock_bh(&c->lock);
-		mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
-		spin_unlock_bh(&c->lock);
+		/*
+		 * Both ends move their QPs to RTR; the one with the lower
+		 * address asks and the other waits for its CONNECT_REQ, so the
+		 * handshake never crosses itself.
+		 */
+		if (ntohl(laddr) < ntohl(raddr)) {
+			metaroce_hs_local(mdev, &l);
+			spin_lock_bh(&c->lock);
+			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
+			spin_unlock_bh(&c->lock);
+		}
 	}
 	refcount_inc(&c->ref);
 	spin_lock_bh(&c->lock);
@@ -784,7 +791,7 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 	if (last && !c->dead && c->hs.state == MR_HS_ESTABLISHED)
 		mr_hs_close(&c->hs, metaroce_now(), MR_CLOSE_NORMAL);
 	spin_unlock_bh(&c->lock);
-	if (last && !c->dead) {
+	if (last && !list_empty(&c->node)) {
 		/* Best effort CLOSE, then the connection goes ([MR-CONN-9]). */
 		metaroce_conn_kick(c);
 		flush_work(&c->tx_work);
@@ -968,6 +975,17 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		return;
 
 	c = metaroce_conn_find(mdev, laddr, raddr);
+	if (c && c->hs.state == MR_HS_IDLE) {
+		/* Our QP is waiting for exactly this request. */
+		metaroce_hs_local(mdev, &l);
+		spin_lock_bh(&c->lock);
+		if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) ==
+		    MR_HS_EV_ESTABLISHED)
+			metaroce_conn_established(c);
+		spin_unlock_bh(&c->lock);
+		metaroce_conn_kick(c);
+		return;
+	}
 	if (c) {
 		enum mr_hs_req_verdict verdict;
 
