@@ -16,7 +16,8 @@ checkpatch() {
 	"$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types --file "$@" 2>&1
 }
 mapfile -t files < <(git ls-files 'drivers/metaroce/*.[ch]' 'include/uapi/*.h' 'tools/testing/kunit/*.c' \
-	'tools/testing/vm/warn/*.c' | grep -v '/compat\.h$')
+	'tools/testing/vm/warn/*.c' 'tools/testing/selftests/drivers/metaroce/ktraffic/*.[ch]' |
+	grep -v '/compat\.h$')
 out=$(checkpatch --ignore FILE_PATH_CHANGES "${files[@]}")
 # The compat header is the one place that may test the kernel version.
 out+=$(checkpatch --ignore FILE_PATH_CHANGES,LINUX_VERSION_CODE,CONSTANT_COMPARISON \

@@ -738,6 +738,9 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 		err = metaroce_gid_ipv4(&grh->sgid_attr->gid, &laddr);
 	if (err)
 		return err;
+	/* A connection to ourselves would have to answer its own handshake: not yet. */
+	if (laddr == raddr)
+		return -EOPNOTSUPP;
 
 	mutex_lock(&mdev->conn_mutex);
 	c = metaroce_conn_find(mdev, laddr, raddr);

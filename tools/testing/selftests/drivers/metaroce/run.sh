@@ -12,11 +12,13 @@ top=$(cd "$here/../../../../.." && pwd)
 vm=$top/tools/testing/vm/vm.sh
 
 kver=$("$top/scripts/kver.sh" version 6.12) || exit 1
-# The harness self-test needs its warning module.
-make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/vm/warn" modules >/dev/null || {
-	echo "run.sh: cannot build the harness self-test module" >&2
-	exit 1
-}
+# Test modules: the harness self-test's warning module, the kernel Verbs traffic module.
+for mod in "$top/tools/testing/vm/warn" "$here/ktraffic"; do
+	make -s -C "/lib/modules/$kver/build" M="$mod" W=1 modules >/dev/null || {
+		echo "run.sh: cannot build the test module in $mod" >&2
+		exit 1
+	}
+done
 
 if [ $# -gt 0 ]; then
 	tests=()
