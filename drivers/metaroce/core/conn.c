@@ -58,6 +58,31 @@ int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id)
 	return -1;
 }
 
+void mr_conn_close_stream(struct mr_conn *c, u32 slot)
+{
+	u32 p, psn;
+
+	if (slot >= MR_CONN_STREAMS)
+		return;
+	/*
+	 * Packets of the stream still in flight keep their PSNs, so the paths' SACK and
+	 * congestion state stay whole, but they now carry nothing: their records no longer
+	 * name the slot, and a later stream in the slot never takes their acknowledgments.
+	 */
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		struct mr_path_tx *tp = &c->tx_path[p];
+
+		for (psn = tp->una; psn != tp->next_psn; psn++) {
+			struct mr_tx_rec *rec = mr_path_rec(tp, psn);
+
+			if (rec->valid && rec->stream_slot == slot)
+				rec->stream_slot = MR_REC_PROBE;
+		}
+	}
+	memset(&c->tx[slot], 0, sizeof(c->tx[slot]));
+	memset(&c->rx[slot], 0, sizeof(c->rx[slot]));
+}
+
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 {
 	struct mr_tx_stream *st;

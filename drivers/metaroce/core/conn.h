@@ -6,7 +6,7 @@
 #include "path.h"
 #include "stream.h"
 
-#define MR_CONN_STREAMS		8	/* stream slots per connection in this engine */
+#define MR_CONN_STREAMS		32	/* stream slots per connection in this engine */
 #define MR_ACK_FREQ		4
 #define MR_ACK_DELAY_NS		10000ULL
 #define MR_NO_DEADLINE		((u64)-1)
@@ -162,6 +162,11 @@ void mr_conn_cfg_defaults(struct mr_conn_cfg *cfg);
 void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg);
 /* Pair a local stream (our QPN) with the peer's; returns the slot or -1. */
 int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id);
+/*
+ * [MR-VERBS-11] give the slot back: its messages are dropped (the caller has flushed
+ * them), packets for it are dropped from now on, and mr_conn_open_stream may reuse it.
+ */
+void mr_conn_close_stream(struct mr_conn *c, u32 slot);
 /* Queue a work request; returns 0, or -1 when the stream's message window is full. */
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr);
 /* The same for a SEND, WRITE or READ_REQ without flags. */

@@ -124,8 +124,13 @@ static enum mr_rx_result mr_rx_response(struct mr_conn *c, u64 now, const struct
 	struct mr_tx_msg *m;
 	u32 slot = 0, idx;
 
-	if (!mr_rx_lookup(c, bth->stream, &slot))
+	if (!mr_rx_lookup(c, bth->stream, &slot)) {
+		/* [MR-VERBS-11] */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv));
 		return MR_RX_RESULT_DROP;
+	}
 	ts = &c->tx[slot];
 	m = mr_tx_stream_msg(ts, bth->msn);
 	if (mr_seq_before(bth->msn, ts->msn_polled) || m->msn != bth->msn ||
@@ -241,8 +246,17 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	if (!mr_rx_is_request(bth->opcode))
 		goto drop;
 	st = mr_rx_lookup(c, bth->stream, &slot);
-	if (!st)
+	if (!st) {
+		/*
+		 * [MR-VERBS-11] a closed or unknown stream: the PSN is acknowledged so that the
+		 * path stays healthy for the other streams, nothing is placed or acknowledged by
+		 * MSGACK.
+		 */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv));
 		goto drop;
+	}
 	if (st->err && !mr_seq_before(bth->msn, st->err_msn)) {
 		/* [MR-NAK-1] [MR-NAK-3] [MR-VERBS-8] acknowledge, place nothing, NAK again */
 		mr_sack_rx_record(s, bth->psn);

@@ -287,4 +287,87 @@ TEST(Verbs, FenceWaitsForEarlierRead_MR_VERBS_5)
 	EXPECT_EQ(ca[1].opcode, MR_OP_SEND);
 }
 
+// [MR-VERBS-11] a closed responder stream drops its late packets: counted, PSN
+// acknowledged, never placed nor completed; the slot is reused by the next open.
+TEST(Close, LatePacketsForAClosedStreamAreDroppedAndTheSlotReused_MR_VERBS_11)
+{
+	Pair p;
+	std::vector<u8> payload(4096);
+	mr_tx_desc d;
+	mr_place pl;
+
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 1, 2), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	d.pkt.payload = payload.data();
+	// the first packet opens the message at B; then B's QP is destroyed
+	ASSERT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	mr_conn_close_stream(p.b.get(), 0);
+	EXPECT_FALSE(p.b->rx[0].in_use);
+	EXPECT_FALSE(p.b->tx[0].in_use);
+	u32 dropped = p.b->rx_dropped;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	d.pkt.payload = payload.data();
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_DROP);
+	EXPECT_EQ(p.b->rx_dropped, dropped + 1);
+	EXPECT_EQ(p.b->rx_path[0].cum_psn, d.pkt.bth.psn + 1) << "the path stays healthy";
+	mr_completion x;
+	EXPECT_FALSE(mr_conn_poll_completion(p.b.get(), &x)) << "nothing completes";
+	// the slot is free again, with fresh receive state
+	EXPECT_EQ(mr_conn_open_stream(p.b.get(), 21, 11), 0);
+	EXPECT_EQ(p.b->rx[0].id, 21u);
+	EXPECT_EQ(p.b->rx[0].msn_cum, 0u);
+	EXPECT_EQ(p.b->rx[0].msg[0].state, MR_MSG_FREE);
+	// a retransmission for the old stream id still finds nothing
+	dropped = p.b->rx_dropped;
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_DROP);
+	EXPECT_EQ(p.b->rx_dropped, dropped + 1);
+}
+
+// [MR-VERBS-11] a closed requester stream drops its messages; acknowledgments of its
+// packets still in flight never count for the next stream in the slot.
+TEST(Close, RequesterSlotReuseIgnoresAcksOfTheOldStream_MR_VERBS_11)
+{
+	Pair p;
+	std::vector<u8> payload(4096);
+	mr_tx_desc d;
+	mr_place pl;
+	mr_pkt ack;
+
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	d.pkt.payload = payload.data();
+	mr_conn_close_stream(p.a.get(), 0);
+	mr_completion x;
+	EXPECT_FALSE(mr_conn_poll_completion(p.a.get(), &x)) << "no completion after close";
+	ASSERT_EQ(mr_conn_open_stream(p.a.get(), 12, 20), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
+	EXPECT_EQ(p.a->tx[0].next_msn, 1u);
+	// the old packet arrives and is acknowledged; the new msn 0 is not yet sent
+	ASSERT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 0, &ack));
+	mr_conn_receive(p.a.get(), 0, &ack, false, &pl);
+	EXPECT_EQ(p.a->tx_path[0].outstanding, 0u);
+	EXPECT_EQ(p.a->tx[0].msg[0].acked_count, 0u) << "old ack taken by the new stream";
+	EXPECT_EQ(p.a->tx[0].msg[0].next_new, 0u);
+	// no tail-loss probe or timer ever resends for the closed stream
+	mr_conn_close_stream(p.a.get(), 0);
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 1000000000ULL, &d));
+	EXPECT_TRUE(mr_conn_quiescent(p.a.get()));
+	EXPECT_EQ(mr_conn_sender_deadline(p.a.get()), MR_NO_DEADLINE);
+}
+
+// [MR-VERBS-11] every slot can be opened, closed and opened again.
+TEST(Close, AllSlotsOpenCloseReopen_MR_VERBS_11)
+{
+	Pair p;
+	for (u32 i = 1; i < MR_CONN_STREAMS; i++)
+		EXPECT_EQ(mr_conn_open_stream(p.a.get(), 100 + i, 200 + i), (int)i);
+	EXPECT_EQ(mr_conn_open_stream(p.a.get(), 99, 99), -1);
+	mr_conn_close_stream(p.a.get(), 5);
+	mr_conn_close_stream(p.a.get(), MR_CONN_STREAMS);	// out of range: ignored
+	EXPECT_EQ(mr_conn_open_stream(p.a.get(), 99, 99), 5);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 5, MR_OP_SEND, 1, 0, 0, 0), 0);
+}
+
 } // namespace
