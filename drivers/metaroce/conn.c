@@ -4,6 +4,7 @@
 #include <linux/hrtimer.h>
 #include <linux/random.h>
 #include <net/ip.h>
+#include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 
 #include "metaroce.h"
@@ -25,7 +26,7 @@ struct metaroce_conn {
 	struct metaroce_dev *mdev;
 	struct list_head node;		/* mdev->conns */
 	refcount_t ref;
-	__be32 laddr, raddr;
+	struct in6_addr laddr, raddr;	/* IPv4 as v4-mapped, like the GIDs */
 	u32 id;				/* our src_conn_id, key of mdev->conn_ids */
 
 	spinlock_t lock;		/* everything below */
@@ -604,7 +605,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 		u16 sport = skb->mark;
 
 		skb->mark = 0;
-		metaroce_net_xmit4(c->mdev, skb, c->laddr, c->raddr, sport);
+		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, sport);
 	}
 	if (more)
 		metaroce_conn_kick(c);
@@ -642,8 +643,9 @@ static void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
 	l->pmtu = ib_mtu_enum_to_int(mtu);
 }
 
-static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev, __be32 laddr,
-						 __be32 raddr)
+static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
+						 const struct in6_addr *laddr,
+						 const struct in6_addr *raddr)
 {
 	struct metaroce_conn *c;
 	int err, tries;
@@ -657,8 +659,8 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev, __be
 		return NULL;
 	}
 	c->mdev = mdev;
-	c->laddr = laddr;
-	c->raddr = raddr;
+	c->laddr = *laddr;
+	c->raddr = *raddr;
 	refcount_set(&c->ref, 1);	/* the table's */
 	spin_lock_init(&c->lock);
 	INIT_LIST_HEAD(&c->qps);
@@ -682,13 +684,15 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev, __be
 	return c;
 }
 
-static struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev, __be32 laddr,
-						__be32 raddr)
+static struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
+						const struct in6_addr *laddr,
+						const struct in6_addr *raddr)
 {
 	struct metaroce_conn *c;
 
 	list_for_each_entry(c, &mdev->conns, node)
-		if (c->laddr == laddr && c->raddr == raddr && !c->dead)
+		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
+		    !c->dead)
 			return c;
 	return NULL;
 }
@@ -708,14 +712,6 @@ static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	metaroce_conn_put(c);
 }
 
-static int metaroce_gid_ipv4(const union ib_gid *gid, __be32 *addr)
-{
-	if (!ipv6_addr_v4mapped((const struct in6_addr *)gid->raw))
-		return -EAFNOSUPPORT;	/* IPv6 arrives with the next transport step */
-	*addr = ((const struct in6_addr *)gid->raw)->s6_addr32[3];
-	return 0;
-}
-
 /*
  * RC QP moving to RTR: bind it to the connection with its peer (made on
  * demand, [MR-CONN-2]); its stream opens when the connection is established.
@@ -724,22 +720,21 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
+	const struct in6_addr *laddr, *raddr;
 	struct mr_hs_local l;
 	struct metaroce_conn *c;
-	__be32 laddr, raddr;
-	int err;
 
 	if (qp->conn)
 		return 0;
 	if (!grh->sgid_attr)
 		return -EINVAL;
-	err = metaroce_gid_ipv4(&grh->dgid, &raddr);
-	if (!err)
-		err = metaroce_gid_ipv4(&grh->sgid_attr->gid, &laddr);
-	if (err)
-		return err;
+	/* GIDs are the addresses: IPv4-mapped or IPv6, the same family at both ends. */
+	raddr = (const struct in6_addr *)grh->dgid.raw;
+	laddr = (const struct in6_addr *)grh->sgid_attr->gid.raw;
+	if (ipv6_addr_v4mapped(laddr) != ipv6_addr_v4mapped(raddr))
+		return -EINVAL;
 	/* A connection to ourselves would have to answer its own handshake: not yet. */
-	if (laddr == raddr)
+	if (ipv6_addr_equal(laddr, raddr))
 		return -EOPNOTSUPP;
 
 	mutex_lock(&mdev->conn_mutex);
@@ -755,7 +750,7 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 		 * address asks and the other waits for its CONNECT_REQ, so the
 		 * handshake never crosses itself.
 		 */
-		if (ntohl(laddr) < ntohl(raddr)) {
+		if (memcmp(laddr, raddr, sizeof(*laddr)) < 0) {
 			metaroce_hs_local(mdev, &l);
 			spin_lock_bh(&c->lock);
 			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
@@ -967,7 +962,7 @@ void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb
 
 static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 {
-	__be32 raddr = ip_hdr(skb)->saddr, laddr = ip_hdr(skb)->daddr;
+	struct in6_addr laddr, raddr;
 	struct metaroce_conn *c;
 	struct mr_hs_local l;
 	enum mr_hs_event ev;
@@ -976,8 +971,15 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
 			 &pkt) != MR_PARSE_OK)
 		return;
+	if (skb->protocol == htons(ETH_P_IP)) {
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr, &laddr);
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr, &raddr);
+	} else {
+		laddr = ipv6_hdr(skb)->daddr;
+		raddr = ipv6_hdr(skb)->saddr;
+	}
 
-	c = metaroce_conn_find(mdev, laddr, raddr);
+	c = metaroce_conn_find(mdev, &laddr, &raddr);
 	if (c && c->hs.state == MR_HS_IDLE) {
 		/* Our QP is waiting for exactly this request. */
 		metaroce_hs_local(mdev, &l);
@@ -1010,7 +1012,7 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		/* A restarted or replaced peer: the old connection goes, [MR-CONN-7]. */
 		metaroce_conn_remove(c, true);
 	}
-	c = metaroce_conn_alloc(mdev, laddr, raddr);
+	c = metaroce_conn_alloc(mdev, &laddr, &raddr);
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 		return;

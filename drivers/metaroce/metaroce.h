@@ -245,7 +245,7 @@ int metaroce_net_init(void);
 void metaroce_net_exit(void);
 struct metaroce_net *metaroce_net_get(struct net *net);
 void metaroce_net_put(struct metaroce_net *mnet);
-void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
-			__be32 daddr, u16 sport);
+void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
+		       struct in6_addr *daddr, u16 sport);
 
 #endif /* METAROCE_H */

@@ -3,6 +3,8 @@
 
 #include <linux/module.h>
 #include <net/inet_ecn.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/netns/generic.h>
@@ -143,12 +145,11 @@ static struct pernet_operations metaroce_pernet_ops = {
 	.size = sizeof(struct metaroce_net),
 };
 
-/*
- * Send one MetaRoCE packet (skb->data at our header) over IPv4 from the
- * device's netdev; sport is the path's entropy.  Consumes the skb.
- */
-void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
-			__be32 daddr, u16 sport)
+/* [MR-ENC-4] ECT(0), so the fabric marks rather than drops; [MR-ENC-6] DSCP. */
+#define METAROCE_TOS	(METAROCE_DSCP << 2 | INET_ECN_ECT_0)
+
+static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
+			       __be32 daddr, u16 sport)
 {
 	struct net_device *ndev;
 	struct metaroce_net *mnet;
@@ -174,9 +175,7 @@ void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 s
 	}
 	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
 	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
-	/* [MR-ENC-4] ECT(0), so the fabric marks rather than drops; [MR-ENC-6] DSCP. */
-	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr,
-			    METAROCE_DSCP << 2 | INET_ECN_ECT_0,
+	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr, METAROCE_TOS,
 			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF), htons(sport),
 			    htons(metaroce_udp_port), false, false);
 	rcu_read_unlock();
@@ -184,6 +183,62 @@ void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 s
 drop:
 	rcu_read_unlock();
 	kfree_skb(skb);
+}
+
+static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
+			       struct in6_addr *saddr, struct in6_addr *daddr, u16 sport)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	struct net_device *ndev;
+	struct metaroce_net *mnet;
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+	__be32 label;
+
+	rcu_read_lock();
+	ndev = rcu_dereference(mdev->ndev);
+	mnet = READ_ONCE(mdev->mnet);
+	if (!ndev || !mnet || !mnet->sock6)
+		goto drop;
+	/* [MR-ENC-3] the flow label follows the path's entropy. */
+	label = htonl(sport) & IPV6_FLOWLABEL_MASK;
+	fl6.flowi6_oif = ndev->ifindex;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	fl6.daddr = *daddr;
+	fl6.saddr = *saddr;
+	fl6.flowlabel = ip6_make_flowinfo(METAROCE_TOS, label);
+	fl6.fl6_sport = htons(sport);
+	fl6.fl6_dport = htons(metaroce_udp_port);
+	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), mnet->sock6->sk, &fl6, NULL);
+	if (IS_ERR(dst)) {
+		metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
+		goto drop;
+	}
+	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
+	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
+	udp_tunnel6_xmit_skb(dst, mnet->sock6->sk, skb, ndev, saddr, daddr, METAROCE_TOS,
+			     ip6_dst_hoplimit(dst), label, htons(sport), htons(metaroce_udp_port),
+			     false);
+	rcu_read_unlock();
+	return;
+drop:
+	rcu_read_unlock();
+#endif
+	kfree_skb(skb);
+}
+
+/*
+ * Send one MetaRoCE packet (skb->data at our header) from the device's netdev,
+ * over IPv4 for v4-mapped addresses and IPv6 otherwise; sport is the path's
+ * entropy.  Consumes the skb.
+ */
+void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
+		       struct in6_addr *daddr, u16 sport)
+{
+	if (ipv6_addr_v4mapped(daddr))
+		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport);
+	else
+		metaroce_net_xmit6(mdev, skb, saddr, daddr, sport);
 }
 
 static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)

@@ -4,6 +4,7 @@
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/inet_ecn.h>
+#include <net/ipv6.h>
 
 #include "metaroce.h"
 #include "core/codec.h"
@@ -50,8 +51,9 @@ int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		ib_device_put(&mdev->ibdev);
 		return 0;
 	}
-	metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) &&
-			 INET_ECN_is_ce(ip_hdr(skb)->tos));
+	metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) ?
+			 INET_ECN_is_ce(ip_hdr(skb)->tos) :
+			 INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb))));
 put:
 	ib_device_put(&mdev->ibdev);
 drop:

@@ -129,6 +129,14 @@ check_ktraffic "METAROCE: 1 MiB Sends, Writes and Reads" "${mr[@]}" size=1048576
 log "loopback (a QP connected to its own device) is not carried yet: refused at RTR"
 check_fails "METAROCE: one device talking to itself refused" "" \
 	insmod "$ko" dev_a=mr0 dev_b=mr0 ops=send count=1 timeout_ms=10000
+# [MR-ENC-3] IPv6: the same ops between the global IPv6 GIDs (2001:2::/48, the
+# benchmarking range).
+ip -n h1 addr add 2001:2::1/64 dev v1 nodad
+ip -n h2 addr add 2001:2::2/64 dev v2 nodad
+check "mr0 has its IPv6 GID" wait_for 10 has_gid mr0 2001:0002:0000:0000:0000:0000:0000:0001
+check "mr1 has its IPv6 GID" wait_for 10 has_gid mr1 2001:0002:0000:0000:0000:0000:0000:0002
+check_ktraffic "METAROCE over IPv6: every op, 4 KiB x 200" "${mr[@]}" ipv6=1 ops=$ops \
+	size=4096 count=200 depth=8
 log "immediate data is not carried yet: the load must fail, cleanly"
 check_fails "METAROCE: send_imm refused" "" insmod "$ko" "${mr[@]}" ops=send_imm count=1
 check_eq "METAROCE: PDs, CQs, QPs and MRs as before the runs" "$before" "$(resources 'mr0|mr1')"

@@ -7,6 +7,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -39,17 +40,21 @@ static void mr_kt_buf_free(struct ib_device *dev, struct mr_kt_buf *buf)
 	buf->cpu = NULL;
 }
 
-static const struct ib_gid_attr *mr_kt_find_ipv4_gid(struct mr_kt_end *end)
+/* The RoCE v2 GID of the netdev's IPv4 address, or with ipv6 its global IPv6 address. */
+static const struct ib_gid_attr *mr_kt_find_gid(struct mr_kt_end *end, bool ipv6)
 {
 	const struct ib_gid_attr *attr;
+	const struct in6_addr *a;
 	int i;
 
 	for (i = 0; i < end->port_attr.gid_tbl_len; i++) {
 		attr = rdma_get_gid_attr(end->dev, end->port, i);
 		if (IS_ERR(attr))	/* an empty entry */
 			continue;
+		a = (const struct in6_addr *)attr->gid.raw;
 		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw))
+		    (ipv6 ? !ipv6_addr_v4mapped(a) && !(ipv6_addr_type(a) & IPV6_ADDR_LINKLOCAL) :
+			    ipv6_addr_v4mapped(a)))
 			return attr;
 		rdma_put_gid_attr(attr);
 	}
@@ -88,10 +93,10 @@ int mr_kt_end_open(struct mr_kt_run *run, struct mr_kt_end *end, const char *nam
 		       run->depth, end->dev->attrs.max_qp_wr, end->dev->attrs.max_cqe);
 		return -EINVAL;
 	}
-	end->gid = mr_kt_find_ipv4_gid(end);
+	end->gid = mr_kt_find_gid(end, run->ipv6);
 	if (!end->gid) {
-		pr_err("%s: %s port %u has no RoCE v2 GID of an IPv4 address\n", end->role, name,
-		       end->port);
+		pr_err("%s: %s port %u has no RoCE v2 GID of an %s address\n", end->role, name,
+		       end->port, run->ipv6 ? "IPv6 global" : "IPv4");
 		return -EADDRNOTAVAIL;
 	}
 

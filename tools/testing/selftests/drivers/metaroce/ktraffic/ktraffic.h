@@ -36,6 +36,7 @@ struct mr_kt_run {
 	u32 size;		/* message bytes */
 	u32 count;		/* messages per op */
 	u32 depth;		/* messages outstanding at most */
+	bool ipv6;		/* GIDs of global IPv6 addresses, not IPv4 ones */
 	unsigned int timeout_ms;	/* per op */
 	u64 salt;		/* makes every load's data differ from the last one's */
 	u32 round;		/* ops run so far: makes every op's data differ */

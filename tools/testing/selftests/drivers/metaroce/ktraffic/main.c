@@ -35,6 +35,10 @@ static unsigned int mr_kt_depth = 16;
 module_param_named(depth, mr_kt_depth, uint, 0444);
 MODULE_PARM_DESC(depth, "messages outstanding at most");
 
+static bool mr_kt_ipv6;
+module_param_named(ipv6, mr_kt_ipv6, bool, 0444);
+MODULE_PARM_DESC(ipv6, "address the peers by their global IPv6 GIDs instead of IPv4 ones");
+
 static unsigned int mr_kt_timeout_ms = 10000;
 module_param_named(timeout_ms, mr_kt_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(timeout_ms, "time each op may take, connection included");
@@ -141,6 +145,7 @@ static int __init mr_kt_init(void)
 	run->count = mr_kt_count;
 	run->depth = mr_kt_depth;
 	run->timeout_ms = mr_kt_timeout_ms;
+	run->ipv6 = mr_kt_ipv6;
 	run->salt = get_random_u64();
 	run->a.role = "A";
 	run->b.role = "B";
