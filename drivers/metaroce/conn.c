@@ -781,8 +781,12 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 		return;
 	mutex_lock(&mdev->conn_mutex);
 	spin_lock_bh(&c->lock);
-	if (qp->slot >= 0)
+	if (qp->slot >= 0) {
 		c->stream_qp[qp->slot] = NULL;
+		if (c->established && !c->dead)
+			mr_conn_close_stream(c->eng, qp->slot);
+		qp->slot = -1;
+	}
 	list_del(&qp->conn_node);
 	qp->conn = NULL;
 	last = list_empty(&c->qps);
