@@ -93,6 +93,11 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 		return -1;
 	if (wr->opcode != MR_OP_SEND && wr->opcode != MR_OP_WRITE && !request)
 		return -1;
+	/* [MR-WIRE-4] IMM on SEND and WRITE, INV on SEND only, never both */
+	if (((wr->flags & MR_WR_IMM) && request) ||
+	    ((wr->flags & MR_WR_INV) && wr->opcode != MR_OP_SEND) ||
+	    ((wr->flags & MR_WR_IMM) && (wr->flags & MR_WR_INV)))
+		return -1;
 	st = &c->tx[slot];
 	if (!mr_tx_stream_can_post(st))
 		return -1;
@@ -112,7 +117,20 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	if (request)
 		m->resp_npkts = wr->opcode == MR_OP_READ_REQ ?
 				mr_msg_npkts(m->len, c->cfg.pmtu) : 1;
-	if (wr->opcode == MR_OP_SEND)
+	if (wr->flags & MR_WR_IMM) {
+		m->last_flags |= MR_F_IMM;
+		m->imm = wr->imm;
+	}
+	if (wr->flags & MR_WR_INV) {
+		m->last_flags |= MR_F_INV;
+		m->inv_rkey = wr->inv_rkey;
+	}
+	/* [MR-WIRE-4] SOLICITED only on a SEND or a Write with immediate */
+	if ((wr->flags & MR_WR_SOLICITED) &&
+	    (wr->opcode == MR_OP_SEND || (wr->flags & MR_WR_IMM)))
+		m->last_flags |= MR_F_SOLICITED;
+	/* [MR-VERBS-12] Sends and Writes with immediate consume receive WQEs in MSN order */
+	if (wr->opcode == MR_OP_SEND || (wr->flags & MR_WR_IMM))
 		m->rsn = st->next_rsn++;
 	return 0;
 }
@@ -189,22 +207,33 @@ static bool mr_poll_rx(struct mr_conn *c, u32 i, struct mr_completion *out)
 
 	while (rs->msn_reported != rs->msn_cum) {
 		struct mr_rx_msg *m = &rs->msg[rs->msn_reported % MR_STREAM_MAX_MSGS];
-		bool silent = mr_opcode_is_request(m->opcode);
+		/* [MR-VERBS-12] only Sends and Writes with immediate consume receive WQEs */
+		bool recv = m->opcode == MR_OP_SEND ||
+			    (m->opcode == MR_OP_WRITE && (m->flags & MR_F_IMM));
 
 		memset(out, 0, sizeof(*out));
 		out->kind = MR_COMPL_RECV;
 		out->opcode = m->opcode;
 		out->stream_slot = (u8)i;
-		out->flags = m->flags;
+		if (m->flags & MR_F_IMM)
+			out->flags |= MR_COMPL_F_IMM;
+		if (m->flags & MR_F_INV)
+			out->flags |= MR_COMPL_F_INV;
+		if (m->flags & MR_F_SOLICITED)
+			out->flags |= MR_COMPL_F_SOLICITED;
 		out->msn = m->msn;
-		out->rsn = m->rsn;
+		/* a Write carries no rsn: it takes the next receive WQE in MSN order */
+		out->rsn = m->opcode == MR_OP_SEND ? m->rsn : rs->next_rsn;
 		out->len = m->len;
 		out->imm = m->imm;
+		out->inv_rkey = m->inv_rkey;
 		m->state = MR_MSG_FREE;
 		rs->msn_reported++;
 		rs->touched = true;	/* the peer learns the new msn_cum */
-		if (!silent)
-			return true;	/* Reads and atomics complete nothing here */
+		if (recv) {
+			rs->next_rsn = out->rsn + 1;
+			return true;
+		}
 	}
 	if (rs->err && !rs->err_reported && rs->msn_reported == rs->err_msn) {
 		memset(out, 0, sizeof(*out));

@@ -25,8 +25,15 @@ enum mr_wc_status {
 };
 
 #define MR_WR_FENCE		0x1	/* [MR-VERBS-5] */
+#define MR_WR_IMM		0x2	/* SEND or WRITE with immediate data, [MR-WIRE-9] */
+#define MR_WR_INV		0x4	/* SEND with invalidate, [MR-WIRE-9] */
+#define MR_WR_SOLICITED		0x8	/* SEND, or WRITE with immediate: solicited event */
 
-/* A work request: SEND, WRITE, READ_REQ, ATOMIC_CAS or ATOMIC_FADD. */
+/*
+ * A work request: SEND, WRITE, READ_REQ, ATOMIC_CAS or ATOMIC_FADD. SEND_WITH_IMM and
+ * RDMA_WRITE_WITH_IMM are SEND and WRITE with MR_WR_IMM, SEND_WITH_INV is SEND with
+ * MR_WR_INV; a WRITE with MR_WR_IMM consumes a receive WQE, [MR-VERBS-12].
+ */
 struct mr_wr {
 	u8 opcode;
 	u8 flags;		/* MR_WR_* */
@@ -36,6 +43,8 @@ struct mr_wr {
 	u64 swap_add;
 	u64 compare;
 	u64 cookie;		/* the caller's, returned in the completion */
+	u32 imm;		/* MR_WR_IMM: immediate data */
+	u32 inv_rkey;		/* MR_WR_INV: the rkey the responder invalidates */
 };
 
 struct mr_conn_cfg {
@@ -138,16 +147,27 @@ enum mr_completion_kind {
 	MR_COMPL_STREAM_ERROR,	/* responder: the stream entered the error state */
 };
 
+/* mr_completion.flags of a MR_COMPL_RECV. */
+#define MR_COMPL_F_IMM		0x1	/* imm is valid */
+#define MR_COMPL_F_INV		0x2	/* inv_rkey was invalidated by the sender's request */
+#define MR_COMPL_F_SOLICITED	0x4
+
+/*
+ * MR_COMPL_RECV: opcode MR_OP_SEND, or MR_OP_WRITE for a Write with immediate; rsn is the
+ * receive WQE it consumes, [MR-VERBS-12]; len the message length. Plain Writes, Reads
+ * and atomics complete nothing at the responder.
+ */
 struct mr_completion {
 	u8 kind;
 	u8 opcode;
 	u8 stream_slot;
 	u8 status;		/* enum mr_wc_status */
-	u16 flags;
+	u16 flags;		/* MR_COMPL_F_* */
 	u32 msn;
 	u32 rsn;
 	u32 len;
-	u32 imm;
+	u32 imm;		/* MR_COMPL_F_IMM */
+	u32 inv_rkey;		/* MR_COMPL_F_INV */
 	u64 cookie;
 	u64 orig;		/* atomics */
 };

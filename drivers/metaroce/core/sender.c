@@ -208,8 +208,13 @@ static void mr_fill_packet(struct mr_conn *c, u64 now, const struct mr_pick *pic
 	bth->msn = m->msn;
 	bth->offset = data ? offset : 0;
 	bth->timestamp = (u32)mr_div_u64(now, 1000);
-	if (pick->idx == m->npkts - 1)
+	if (pick->idx == m->npkts - 1) {
 		bth->flags |= MR_F_LAST | MR_F_ACK_REQ;
+		/* [MR-WIRE-9] IMMH and IETH travel in the LAST packet only */
+		bth->flags |= m->last_flags;
+		out->pkt.imm = m->imm;
+		out->pkt.inv_rkey = m->inv_rkey;
+	}
 	if (pick->retx)
 		bth->flags |= MR_F_RETX;
 	if (pick->probe || tp->state != MR_PATH_ACTIVE || mr_path_free_window(tp) <= 1)

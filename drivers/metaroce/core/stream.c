@@ -206,8 +206,10 @@ void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 
 		m->rsn = bth->opcode == MR_OP_SEND ? pkt->msgh.rsn : 0;
 	}
 	if (bth->flags & MR_F_LAST) {
+		/* [MR-WIRE-9] */
 		m->flags = bth->flags;
-		m->imm = (bth->flags & MR_F_INV) ? pkt->inv_rkey : pkt->imm;
+		m->imm = (bth->flags & MR_F_IMM) ? pkt->imm : 0;
+		m->inv_rkey = (bth->flags & MR_F_INV) ? pkt->inv_rkey : 0;
 	}
 	mr_bits_set(m->bits, idx - m->base);
 	m->received++;

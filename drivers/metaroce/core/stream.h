@@ -25,6 +25,9 @@ struct mr_tx_msg {
 	u32 lost[MR_SACK_WORDS];	/* bit i: index base + i needs retransmission */
 	u32 rsn;
 	u32 rkey;
+	u16 last_flags;		/* SOLICITED, IMM, INV: carried by the LAST packet */
+	u32 imm;
+	u32 inv_rkey;
 	u64 va;
 	u64 cookie;
 	u64 all_acked_ns;	/* when the last packet was acknowledged, for message probes */
@@ -80,8 +83,9 @@ struct mr_rx_msg {
 			u32 length;
 		} req;
 	};
-	u32 rsn;
+	u32 rsn;		/* SEND: from MSGH */
 	u32 imm;
+	u32 inv_rkey;
 };
 
 struct mr_rx_stream {
@@ -90,6 +94,7 @@ struct mr_rx_stream {
 	u32 id;			/* local stream id (our QPN) */
 	u32 msn_cum;		/* every MSN before it is complete */
 	u32 msn_reported;	/* completions handed to the caller; what MSGACK reports */
+	u32 next_rsn;		/* receive WQEs consumed by completions, [MR-VERBS-12] */
 	bool err;		/* [MR-NAK-2] [MR-VERBS-8] error state from err_msn on */
 	bool err_reported;
 	bool nak_pending;	/* [MR-NAK-3] send the NAK below */

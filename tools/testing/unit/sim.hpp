@@ -104,6 +104,7 @@ public:
 		next_post_.assign(wl_.streams, 0);
 		next_send_done_.assign(wl_.streams, 0);
 		next_recv_done_.assign(wl_.streams, 0);
+		rsn_done_.assign(wl_.streams, 0);
 		counter_.assign(wl_.streams, 0);
 		expect_counter_.assign(wl_.streams, 0);
 		link_last_.assign(2 * fc_.links, 0);
@@ -263,6 +264,34 @@ private:
 		return (msn % 3 == 2) ? MR_OP_WRITE : MR_OP_SEND;
 	}
 
+	// [MR-WIRE-9] [MR-VERBS-12] every other Write carries immediate data; Sends carry
+	// immediate data or an rkey to invalidate in turn, some solicited.
+	static uint8_t wr_flags_of(uint8_t op, uint32_t msn)
+	{
+		uint8_t f = 0;
+		if (op == MR_OP_WRITE && msn % 2 == 0)
+			f = MR_WR_IMM;
+		else if (op == MR_OP_SEND && msn % 4 == 1)
+			f = MR_WR_IMM;
+		else if (op == MR_OP_SEND && msn % 4 == 3)
+			f = MR_WR_INV;
+		if (f && msn % 8 < 4 && op == MR_OP_SEND)
+			f |= MR_WR_SOLICITED;
+		return f;
+	}
+
+	static uint32_t imm_of(uint32_t s, uint32_t msn)
+	{
+		return (s << 24) ^ (msn * 2654435761u);
+	}
+
+	// Sends and Writes with immediate consume receive WQEs.
+	bool consumes(uint32_t msn) const
+	{
+		uint8_t op = op_of(msn);
+		return op == MR_OP_SEND || (op == MR_OP_WRITE && (wr_flags_of(op, msn) & MR_WR_IMM));
+	}
+
 	static uint64_t va_of(uint32_t s, uint32_t msn)
 	{
 		return 0x10000000ULL * (s + 1) + msn * 0x100000ULL;
@@ -281,6 +310,9 @@ private:
 				wr.va = va_of(s, msn);
 				wr.rkey = 0x77 + s;
 				wr.cookie = (uint64_t(s) << 32) | msn;
+				wr.flags = wr_flags_of(wr.opcode, msn);
+				wr.imm = imm_of(s, msn);
+				wr.inv_rkey = ~imm_of(s, msn);
 				uint64_t before = expect_counter_[s];
 				if (wr.opcode == MR_OP_ATOMIC_FADD) {
 					wr.swap_add = msn + 1;
@@ -534,11 +566,22 @@ private:
 				error("unexpected completion at the receiver");
 				continue;
 			}
-			while (next_recv_done_[s] < c.msn && mr_opcode_is_request(op_of(next_recv_done_[s])))
+			while (next_recv_done_[s] < c.msn && !consumes(next_recv_done_[s]))
 				next_recv_done_[s]++;
 			if (c.msn != next_recv_done_[s])
 				error("receive completion out of MSN order");
 			next_recv_done_[s] = c.msn + 1;
+			if (!consumes(c.msn) || c.opcode != op_of(c.msn))
+				error("receive completion for a message that consumes no receive WQE");
+			if (c.rsn != rsn_done_[s]++)
+				error("receive completion with a wrong rsn");
+			uint8_t f = wr_flags_of(op_of(c.msn), c.msn);
+			uint16_t cf = ((f & MR_WR_IMM) ? MR_COMPL_F_IMM : 0) |
+				      ((f & MR_WR_INV) ? MR_COMPL_F_INV : 0) |
+				      ((f & MR_WR_SOLICITED) ? MR_COMPL_F_SOLICITED : 0);
+			if (c.flags != cf || ((f & MR_WR_IMM) && c.imm != imm_of(s, c.msn)) ||
+			    ((f & MR_WR_INV) && c.inv_rkey != ~imm_of(s, c.msn)))
+				error("receive completion with wrong immediate data or invalidate");
 			if (c.msn >= per_stream_[s].size() || c.len != per_stream_[s][c.msn]) {
 				error("receive completion with a wrong length");
 				continue;
@@ -574,9 +617,22 @@ private:
 				if (c.orig != expect_orig_[{ s, c.msn }])
 					error("atomic completion with a wrong result");
 			}
+			if (c.opcode == MR_OP_WRITE && !consumes(c.msn) &&
+			    c.status == MR_WC_SUCCESS) {
+				// [MR-VERBS-3] acknowledged: every byte is at B
+				auto &buf = rxbuf_[{ s, c.msn }];
+				buf.resize(per_stream_[s][c.msn]);
+				for (uint32_t i = 0; i < buf.size(); i++)
+					if (buf[i] != pattern(s, c.msn, i)) {
+						error("wrong write bytes at offset " + std::to_string(i));
+						break;
+					}
+				res_.bytes += buf.size();
+				rxbuf_.erase({ s, c.msn });
+			}
 			next_send_done_[s] = c.msn + 1;
-			if (next_recv_done_[s] < c.msn + 1 && wl_.rdma)
-				next_recv_done_[s] = c.msn + 1;	// Reads and atomics complete nothing at B
+			if (next_recv_done_[s] < c.msn + 1 && !consumes(c.msn))
+				next_recv_done_[s] = c.msn + 1;	// these complete nothing at B
 		}
 		post_all();
 		(void)now;
@@ -680,7 +736,7 @@ private:
 	std::set<std::pair<uint32_t, uint32_t>> executed_;
 	uint64_t tx_free_b_ = 0;
 	std::vector<std::vector<uint32_t>> per_stream_;
-	std::vector<uint32_t> next_post_, next_send_done_, next_recv_done_;
+	std::vector<uint32_t> next_post_, next_send_done_, next_recv_done_, rsn_done_;
 	std::priority_queue<Flight> q_;
 	std::vector<uint64_t> link_last_;
 	std::set<std::tuple<uint32_t, uint32_t, uint32_t>> placed_;
