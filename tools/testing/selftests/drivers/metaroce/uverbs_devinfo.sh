@@ -87,7 +87,11 @@ for pair in max_qp:METAROCE_MAX_QP max_qp_wr:METAROCE_MAX_QP_WR max_sge:METAROCE
 	check_eq "${pair%%:*} = ${pair#*:}" "$(kconst "${pair#*:}")" "$(devinfo mr0 "${pair%%:*}")"
 done
 check_eq "max_mr_size" "0xffffffffffffffff" "$(devinfo mr0 max_mr_size)"
-check_eq "atomic_cap" "ATOMIC_NONE (0)" "$(devinfo mr0 atomic_cap)"
+# The kernel transport carries Reads and atomics, and fast registration.
+check_eq "atomic_cap" "ATOMIC_HCA (1)" "$(devinfo mr0 atomic_cap)"
+check_eq "max_qp_rd_atom" 16 "$(devinfo mr0 max_qp_rd_atom)"
+check_eq "max_qp_init_rd_atom" 16 "$(devinfo mr0 max_qp_init_rd_atom)"
+check "device_cap_flags: MEM_MGT_EXTENSIONS" grep -q MEM_MGT_EXTENSIONS <<<"$info"
 check_eq "max_mtu" "4096 (5)" "$(devinfo mr0 max_mtu)"
 check_eq "gid_tbl_len" "$(kconst METAROCE_GID_TABLE_LEN)" "$(devinfo mr0 gid_tbl_len)"
 check "GID of 198.18.3.1 (IPv4-mapped, RoCE v2)" \
