@@ -5,6 +5,7 @@
 
 #include "core/cc.h"
 #include "core/codec.h"
+#include "core/conn.h"
 #include "core/handshake.h"
 #include "core/sack.h"
 #include "core/tests/codec_cases.h"
@@ -155,6 +156,68 @@ static void mr_nak_codes_map_to_status(struct kunit *test)
 				    mr_nak_cases[i].clause);
 }
 
+/*
+ * [MR-VERBS-11] a closed stream's late packet is dropped and its slot reused;
+ * [MR-WIRE-9] [MR-VERBS-12] a Write with immediate carries IMMH in its LAST packet and
+ * completes as the next receive WQE, a plain Write completes nothing.
+ */
+static void mr_close_and_write_imm(struct kunit *test)
+{
+	struct mr_conn *a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	struct mr_conn *b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
+	struct mr_wr wr = { .opcode = MR_OP_WRITE, .flags = MR_WR_IMM, .len = 8, .imm = 42 };
+	struct mr_completion cm;
+	struct mr_conn_cfg cfg;
+	struct mr_tx_desc d;
+	struct mr_place pl;
+	static u8 payload[64];
+	u32 dropped;
+
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	mr_conn_cfg_defaults(&cfg);
+	cfg.n_paths = 1;
+	cfg.local_conn_id = 1;
+	cfg.peer_conn_id = 2;
+	mr_conn_init(a, &cfg);
+	cfg.local_conn_id = 2;
+	cfg.peer_conn_id = 1;
+	mr_conn_init(b, &cfg);
+	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(a, 10, 20), 0);
+	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(b, 20, 10), 0);
+
+	KUNIT_ASSERT_EQ(test, mr_conn_post(a, 0, MR_OP_WRITE, 8, 0, 0, 1), 0);
+	KUNIT_ASSERT_EQ(test, mr_conn_post_wr(a, 0, &wr), 0);
+	KUNIT_ASSERT_TRUE(test, mr_conn_next_packet(a, 0, &d));
+	d.pkt.payload = payload;
+	KUNIT_EXPECT_EQ(test, (int)mr_conn_receive(b, 0, &d.pkt, false, &pl),
+			(int)MR_RX_RESULT_PLACE);
+	KUNIT_EXPECT_FALSE(test, mr_conn_poll_completion(b, &cm));
+	KUNIT_ASSERT_TRUE(test, mr_conn_next_packet(a, 0, &d));
+	KUNIT_EXPECT_TRUE(test, d.pkt.bth.flags & MR_F_IMM);
+	KUNIT_EXPECT_EQ(test, d.pkt.imm, 42u);
+	d.pkt.payload = payload;
+	mr_conn_receive(b, 0, &d.pkt, false, &pl);
+	KUNIT_ASSERT_TRUE(test, mr_conn_poll_completion(b, &cm));
+	KUNIT_EXPECT_EQ(test, cm.kind, (u8)MR_COMPL_RECV);
+	KUNIT_EXPECT_EQ(test, cm.opcode, (u8)MR_OP_WRITE);
+	KUNIT_EXPECT_EQ(test, cm.msn, 1u);
+	KUNIT_EXPECT_EQ(test, cm.rsn, 0u);
+	KUNIT_EXPECT_EQ(test, cm.imm, 42u);
+	KUNIT_EXPECT_EQ(test, cm.flags, (u16)MR_COMPL_F_IMM);
+
+	KUNIT_ASSERT_EQ(test, mr_conn_post(a, 0, MR_OP_SEND, 8, 0, 0, 3), 0);
+	KUNIT_ASSERT_TRUE(test, mr_conn_next_packet(a, 0, &d));
+	d.pkt.payload = payload;
+	mr_conn_close_stream(b, 0);
+	dropped = b->rx_dropped;
+	KUNIT_EXPECT_EQ(test, (int)mr_conn_receive(b, 0, &d.pkt, false, &pl),
+			(int)MR_RX_RESULT_DROP);
+	KUNIT_EXPECT_EQ(test, b->rx_dropped, dropped + 1);
+	KUNIT_EXPECT_FALSE(test, mr_conn_poll_completion(b, &cm));
+	KUNIT_EXPECT_EQ(test, mr_conn_open_stream(b, 21, 11), 0);
+}
+
 static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_codec_vectors_parse_as_expected),
 	KUNIT_CASE(mr_codec_vectors_round_trip),
@@ -163,6 +226,7 @@ static struct kunit_case mr_core_test_cases[] = {
 	KUNIT_CASE(mr_rate_hint_rounds_down),
 	KUNIT_CASE(mr_hs_agreement_as_expected),
 	KUNIT_CASE(mr_nak_codes_map_to_status),
+	KUNIT_CASE(mr_close_and_write_imm),
 	{}
 };
 
