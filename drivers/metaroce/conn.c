@@ -112,6 +112,17 @@ static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sg
 	return len == 0;
 }
 
+/* Remote invalidation (SEND_WITH_INV): only a fast-registered MR of the QP's PD. */
+static bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey)
+{
+	struct metaroce_mr *mr = metaroce_key_mr(mdev, rkey);
+
+	if (!mr || !mr->frwr || mr->ibmr.pd != qp->ibqp.pd)
+		return false;
+	WRITE_ONCE(mr->valid, false);
+	return true;
+}
+
 /* [MR-SEC-1] the remote key, access and bounds check before any placement or read. */
 static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 va, u64 len,
 			      int access)
@@ -267,6 +278,7 @@ static enum ib_wc_opcode metaroce_wc_opcode(enum ib_wr_opcode op)
 {
 	switch (op) {
 	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
 		return IB_WC_RDMA_WRITE;
 	case IB_WR_RDMA_READ:
 		return IB_WC_RDMA_READ;
@@ -366,11 +378,22 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		wc.wr_id = rwqe->wr_id;
 		spin_unlock(&qp->rq.lock);
 		wc.status = status;
-		wc.opcode = IB_WC_RECV;
+		wc.opcode = cm->opcode == MR_OP_WRITE ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
 		wc.byte_len = cm->len;
 		wc.qp = &qp->ibqp;
 		wc.src_qp = qp->attr.dest_qp_num;
-		metaroce_cq_push(to_mcq(qp->ibqp.recv_cq), &wc, false);
+		if (cm->flags & MR_COMPL_F_IMM) {
+			wc.wc_flags |= IB_WC_WITH_IMM;
+			wc.ex.imm_data = cpu_to_be32(cm->imm);
+		} else if (cm->flags & MR_COMPL_F_INV) {
+			/* [MR-WIRE-9] the sender asked us to invalidate one of our MRs. */
+			if (!metaroce_invalidate(c->mdev, qp, cm->inv_rkey))
+				wc.status = IB_WC_REM_INV_REQ_ERR;
+			wc.wc_flags |= IB_WC_WITH_INVALIDATE;
+			wc.ex.invalidate_rkey = cm->inv_rkey;
+		}
+		metaroce_cq_push(to_mcq(qp->ibqp.recv_cq), &wc,
+				 cm->flags & MR_COMPL_F_SOLICITED);
 		break;
 	case MR_COMPL_STREAM_ERROR:
 		metaroce_qp_to_error(qp);
@@ -384,8 +407,11 @@ static u8 metaroce_mr_opcode(enum ib_wr_opcode op)
 {
 	switch (op) {
 	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
 		return MR_OP_SEND;
 	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
 		return MR_OP_WRITE;
 	case IB_WR_RDMA_READ:
 		return MR_OP_READ_REQ;
@@ -413,6 +439,16 @@ static void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp)
 		memset(&wr, 0, sizeof(wr));
 		wr.opcode = metaroce_mr_opcode(wqe->opcode);
 		wr.flags = wqe->send_flags & IB_SEND_FENCE ? MR_WR_FENCE : 0;
+		if (wqe->send_flags & IB_SEND_SOLICITED)
+			wr.flags |= MR_WR_SOLICITED;
+		if (wqe->opcode == IB_WR_SEND_WITH_IMM ||
+		    wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
+			wr.flags |= MR_WR_IMM;
+			wr.imm = wqe->imm_inv;
+		} else if (wqe->opcode == IB_WR_SEND_WITH_INV) {
+			wr.flags |= MR_WR_INV;
+			wr.inv_rkey = wqe->imm_inv;
+		}
 		wr.len = wqe->len;
 		wr.va = wqe->remote_addr;
 		wr.rkey = wqe->rkey;
@@ -877,10 +913,15 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		if (err)
 			break;
-		if (wr->opcode == IB_WR_RDMA_WRITE || wr->opcode == IB_WR_RDMA_READ) {
+		if (wr->opcode == IB_WR_SEND_WITH_IMM || wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+			wqe->imm_inv = be32_to_cpu(wr->ex.imm_data);
+		else if (wr->opcode == IB_WR_SEND_WITH_INV)
+			wqe->imm_inv = wr->ex.invalidate_rkey;
+		if (wr->opcode == IB_WR_RDMA_WRITE || wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+		    wr->opcode == IB_WR_RDMA_READ) {
 			wqe->remote_addr = rdma_wr(wr)->remote_addr;
 			wqe->rkey = rdma_wr(wr)->rkey;
-		} else if (wr->opcode != IB_WR_SEND) {
+		} else if (metaroce_mr_opcode(wr->opcode) != MR_OP_SEND) {
 			wqe->remote_addr = atomic_wr(wr)->remote_addr;
 			wqe->rkey = atomic_wr(wr)->rkey;
 			wqe->compare_add = atomic_wr(wr)->compare_add;

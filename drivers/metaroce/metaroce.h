@@ -140,6 +140,7 @@ struct metaroce_send_wqe {
 	u32 rkey;
 	u64 compare_add;
 	u64 swap;
+	u32 imm_inv;		/* immediate data (host order) or the rkey to invalidate */
 	u32 len;		/* sum of the SGEs */
 	bool local;		/* REG_MR or LOCAL_INV: done when posted, completes in order */
 	u32 num_sge;
