@@ -148,16 +148,6 @@ static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 v
 	return 0;
 }
 
-static struct metaroce_recv_wqe *metaroce_rq_wqe(struct metaroce_rq *rq, u32 index)
-{
-	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
-}
-
-static struct metaroce_send_wqe *metaroce_sq_wqe(struct metaroce_sq *sq, u32 index)
-{
-	return sq->wqes + (size_t)(index & (sq->slots - 1)) * sq->wqe_size;
-}
-
 static u32 metaroce_rnr_us(u8 timer)
 {
 	/* IB's min_rnr_timer encoding, coarsely: 0 means 655 ms, n about 10 us * 2^(n/3). */

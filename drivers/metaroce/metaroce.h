@@ -160,6 +160,17 @@ struct metaroce_sq {
 	void *wqes;
 };
 
+/* Queue slots: free-running indices over a power-of-two ring. */
+static inline struct metaroce_recv_wqe *metaroce_rq_wqe(struct metaroce_rq *rq, u32 index)
+{
+	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
+}
+
+static inline struct metaroce_send_wqe *metaroce_sq_wqe(struct metaroce_sq *sq, u32 index)
+{
+	return sq->wqes + (size_t)(index & (sq->slots - 1)) * sq->wqe_size;
+}
+
 struct metaroce_qp {
 	struct ib_qp ibqp;
 	struct mutex state_lock;	/* modify_qp against itself */

@@ -200,11 +200,6 @@ static int metaroce_sq_init(struct metaroce_sq *sq, const struct ib_qp_cap *cap)
 	return sq->wqes ? 0 : -ENOMEM;
 }
 
-static struct metaroce_recv_wqe *metaroce_rq_slot(struct metaroce_rq *rq, u32 index)
-{
-	return rq->wqes + (size_t)(index & (rq->slots - 1)) * rq->wqe_size;
-}
-
 static void metaroce_flush_one(struct metaroce_qp *qp, struct ib_cq *ibcq, u64 wr_id,
 			       enum ib_wc_opcode opcode)
 {
@@ -227,7 +222,7 @@ void metaroce_rq_flush(struct metaroce_qp *qp)
 
 	spin_lock_bh(&rq->lock);
 	while (rq->head != rq->tail) {
-		wqe = metaroce_rq_slot(rq, rq->head++);
+		wqe = metaroce_rq_wqe(rq, rq->head++);
 		wr_id = wqe->wr_id;
 		spin_unlock_bh(&rq->lock);
 		metaroce_flush_one(qp, qp->ibqp.recv_cq, wr_id, IB_WC_RECV);
@@ -457,7 +452,7 @@ static int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		wqe = metaroce_rq_slot(rq, rq->tail);
+		wqe = metaroce_rq_wqe(rq, rq->tail);
 		wqe->wr_id = wr->wr_id;
 		wqe->num_sge = wr->num_sge;
 		memcpy(wqe->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
