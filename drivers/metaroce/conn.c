@@ -55,9 +55,12 @@ static void metaroce_conn_put(struct metaroce_conn *c)
 	}
 }
 
+/* Queue the transmit work; a queued work holds a reference, dropped when it has run. */
 static void metaroce_conn_kick(struct metaroce_conn *c)
 {
-	queue_work(METAROCE_TX_WQ, &c->tx_work);
+	refcount_inc(&c->ref);
+	if (!queue_work(METAROCE_TX_WQ, &c->tx_work))
+		metaroce_conn_put(c);
 }
 
 /* ---- memory: keys, bounds, copies ---- */
@@ -585,6 +588,8 @@ static void metaroce_conn_arm(struct metaroce_conn *c)
 {
 	u64 when = mr_hs_next_deadline(&c->hs);
 
+	if (c->dead)	/* metaroce_conn_remove() has cancelled the timer for good */
+		return;
 	if (c->established && !c->dead)
 		when = min(when, mr_conn_next_deadline(c->eng));
 	if (when == MR_NO_DEADLINE)
@@ -635,6 +640,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	}
 	if (more)
 		metaroce_conn_kick(c);
+	metaroce_conn_put(c);	/* the reference metaroce_conn_kick() took */
 }
 
 static enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t)
@@ -733,9 +739,11 @@ static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);
 	list_del_init(&c->node);
+	/* dead is set: neither a running work nor the receive path re-arms the timer. */
 	hrtimer_cancel(&c->timer);
-	cancel_work_sync(&c->tx_work);
-	metaroce_conn_put(c);
+	if (cancel_work_sync(&c->tx_work))
+		metaroce_conn_put(c);	/* the queued work's reference */
+	metaroce_conn_put(c);		/* the table's */
 }
 
 /*
