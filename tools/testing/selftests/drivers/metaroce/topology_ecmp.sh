@@ -13,11 +13,19 @@ check "per-link qdisc: tbf with a netem child" sh -c \
 tx_packets() { ip netns exec r1 cat "/sys/class/net/p$1/statistics/tx_packets"; }
 declare -a before
 for ((i = 1; i <= K; i++)); do before[i]=$(tx_packets "$i"); done
-# 64 UDP flows that differ only in source port.
-for ((sp = 30000; sp < 30064; sp++)); do
-	ip netns exec h1 busybox nc -u -w 0 -p "$sp" 198.18.2.1 9 </dev/null >/dev/null 2>&1 &
-done
-wait
+# 64 UDP flows that differ only in source port, sent one after the other by one
+# process (perl's core Socket module) so none is lost to a busy port.
+ip netns exec h1 perl -MSocket -e '
+	my $dst = sockaddr_in(9, inet_aton("198.18.2.1"));
+	for my $sport (30000 .. 30063) {
+		socket(my $s, PF_INET, SOCK_DGRAM, 0) or die "socket: $!";
+		bind($s, sockaddr_in($sport, INADDR_ANY)) or die "bind $sport: $!";
+		send($s, "x", 0, $dst) or die "send: $!";
+		close($s);
+		select(undef, undef, undef, 0.01);
+	}'
+check_eq "64 flows sent" 0 $?
+sleep 1
 used=0
 for ((i = 1; i <= K; i++)); do
 	d=$(($(tx_packets "$i") - before[i]))
