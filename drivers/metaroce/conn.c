@@ -780,9 +780,9 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 			return -ENOMEM;
 		}
 		/*
-		 * Both ends move their QPs to RTR; the one with the lower
-		 * address asks and the other waits for its CONNECT_REQ, so the
-		 * handshake never crosses itself.
+		 * [MR-CONN-12] both ends move their QPs to RTR; the one with
+		 * the lower address asks and the other waits for its
+		 * CONNECT_REQ, so the handshake never crosses itself.
 		 */
 		if (memcmp(laddr, raddr, sizeof(*laddr)) < 0) {
 			metaroce_hs_local(mdev, &l);

@@ -114,6 +114,8 @@ check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
 check "mr0 has its IPv4 GID" wait_for 10 has_gid mr0 0000:0000:0000:0000:0000:ffff:c612:0101
 check "mr1 has its IPv4 GID" wait_for 10 has_gid mr1 0000:0000:0000:0000:0000:ffff:c612:0102
 before=$(resources 'mr0|mr1')
+# [MR-CONN-12] each op makes a fresh QP pair, so each makes (and closes) a
+# connection: mr0 (lower address) asks, mr1 waits for its CONNECT_REQ.
 mr=(dev_a=mr0 dev_b=mr1 timeout_ms=60000)
 ops=send,send_imm,write,write_imm,read,cmp_swp,fetch_add
 for op in ${ops//,/ }; do
