@@ -15,7 +15,7 @@ KVER_61 = $(shell $(TOP)/scripts/kver.sh version 6.1)
 KBUILD_FLAGS := W=1
 
 .PHONY: all modules module-6.1 clean lint unit kunit selftests check provider \
-	conformance bench demo help vm-test
+	conformance bench demo help
 
 all: modules
 
@@ -71,3 +71,4 @@ help:
 	@echo "make provider   the rdma-core provider: build/provider/libmetaroce-rdmav34.so"
 	@echo "make selftests  guest tests in QEMU; T=name runs one"
 	@echo "make check      all of the above; prints 'N passed, N failed'"
+	@echo "make demo       boot a guest, run MetaRoCE and rxe at 0% and 1% loss, print the table"

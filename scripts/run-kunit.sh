@@ -8,17 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${METAROCE_CACHE:-/var/cache/metaroce}
 "$top/scripts/setup.sh" kunit
 
-tarball=/usr/src/linux-source-6.12.tar.xz
-src=$cache/linux-source-6.12
-stamp=$src/.metaroce-from
-want=$(stat -c '%s %Y' "$tarball")
-if [ ! -e "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-	echo "kunit: unpacking $tarball into $cache"
-	rm -rf "$src" "$cache/kunit-build"
-	mkdir -p "$cache"
-	tar -C "$cache" -xf "$tarball"
-	echo "$want" >"$stamp"
-fi
+src=$("$top/scripts/kernel-source.sh")
 
 # Our suite as drivers/metaroce_kunit/, with a copy of core/ beside it.
 dst=$src/drivers/metaroce_kunit
