@@ -10,9 +10,11 @@ BUILD := $(TOP)/build
 # Caches that outlive a clone (kernel source tree, KUnit build, guest initramfs).
 export METAROCE_CACHE ?= /var/cache/metaroce
 
-KVER_612 = $(shell $(TOP)/scripts/kver.sh version 6.12)
-KVER_61 = $(shell $(TOP)/scripts/kver.sh version 6.1)
 KBUILD_FLAGS := W=1
+# The kernel build directory, resolved in the shell: make expands a whole recipe
+# before running its first line, i.e. before setup.sh has installed the headers.
+KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
+KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 
 .PHONY: all modules module-6.1 clean lint unit kunit selftests check provider \
 	conformance bench demo help
@@ -21,7 +23,7 @@ all: modules
 
 modules:
 	@scripts/setup.sh build
-	$(MAKE) -C $(or $(KDIR),/lib/modules/$(KVER_612)/build) M=$(TOP) $(KBUILD_FLAGS) modules
+	$(MAKE) -C "$(KDIR_612)" M=$(TOP) $(KBUILD_FLAGS) modules
 
 # Compile check against bookworm's default 6.1 series, in a copy of the tree
 # because out-of-tree builds write their objects next to the sources.
@@ -30,7 +32,7 @@ module-6.1:
 	@mkdir -p $(BUILD)/k6.1
 	@rsync -a --delete-excluded --include='*/' --include='*.[ch]' --include=Kbuild --exclude='*' \
 		$(TOP)/Kbuild $(TOP)/drivers $(TOP)/include $(BUILD)/k6.1/
-	$(MAKE) -C /lib/modules/$(KVER_61)/build M=$(BUILD)/k6.1 $(KBUILD_FLAGS) modules
+	$(MAKE) -C "$(KDIR_61)" M=$(BUILD)/k6.1 $(KBUILD_FLAGS) modules
 
 lint:
 	@scripts/lint.sh
@@ -59,7 +61,7 @@ conformance bench:
 	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 1
 
 clean:
-	$(MAKE) -C /lib/modules/$(KVER_612)/build M=$(TOP) clean 2>/dev/null || true
+	$(MAKE) -C "$(KDIR_612)" M=$(TOP) clean 2>/dev/null || true
 	rm -rf $(BUILD)
 
 help:
