@@ -54,8 +54,10 @@ done
 
 step "sparse (C=2) against 6.12"
 out=$(kbuild 6.12 C=2 CHECK="sparse -Wno-unknown-attribute")
-if grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' <<<"$out" | grep -v '^/usr/src/' | grep -q .; then
-	grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' <<<"$out" | grep -v '^/usr/src/'
+# No grep -q at the end of a pipe: under pipefail its early exit could hide a finding.
+found=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' <<<"$out" | grep -v '^/usr/src/' || true)
+if [ -n "$found" ]; then
+	echo "$found"
 	bad "sparse"
 fi
 

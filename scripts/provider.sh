@@ -150,7 +150,8 @@ so=$out/lib$target.so
 # The provider must load into the system's libibverbs: it registers itself
 # from a constructor through verbs_register_driver_$PABI, and every symbol
 # it takes from libibverbs must exist there with the same version.
-sys=$(ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64/ { print $NF; exit }')
+# awk reads all of ldconfig's output: an early exit would SIGPIPE it under pipefail.
+sys=$(ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64/ && !found { print $NF; found = 1 }')
 [ -n "$sys" ] || die "the system has no libibverbs.so.1 (apt-get install libibverbs1)"
 undef=$(nm -D --undefined-only --with-symbol-versions "$so" | awk '{ print $2 }' | grep '@IBVERBS_' | sort -u)
 grep -qx "verbs_register_driver_$PABI@IBVERBS_PRIVATE_$PABI" <<<"$undef" ||

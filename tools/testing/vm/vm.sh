@@ -77,14 +77,15 @@ accel() {
 	probe=$cache/vm/kvm-probe.$boot_id
 	if [ ! -e "$probe" ]; then
 		result=tcg
-		if [ -w /dev/kvm ] && timeout 60 qemu-system-x86_64 -accel kvm -m 256 \
-			-nodefaults -no-user-config -display none -monitor none -no-reboot \
-			-serial stdio -kernel "$kernel" -initrd "$initrd" \
-			-append "console=ttyS0 panic=-1 rdinit=/bin/true" </dev/null 2>&1 |
-			grep -q "Run /bin/true as init process"; then
-			result=kvm
-		fi
 		mkdir -p "$cache/vm"
+		if [ -w /dev/kvm ]; then
+			timeout 60 qemu-system-x86_64 -accel kvm -m 256 -nodefaults -no-user-config \
+				-display none -monitor none -no-reboot -serial stdio \
+				-kernel "$kernel" -initrd "$initrd" \
+				-append "console=ttyS0 panic=-1 rdinit=/bin/true" \
+				</dev/null >"$cache/vm/kvm-probe.log" 2>&1 || true
+			grep -q "Run /bin/true as init process" "$cache/vm/kvm-probe.log" && result=kvm
+		fi
 		echo "$result" >"$probe"
 	fi
 	cat "$probe"
