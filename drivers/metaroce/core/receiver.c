@@ -114,6 +114,8 @@ static bool mr_rx_ack_at_once(const struct mr_pkt *pkt, bool ce, enum mr_sack_ve
  * The requester's half of a Read or atomic: place the response at the WQE's buffer once,
  * [MR-SEC-1] [MR-REL-7].
  */
+static void mr_rx_fill_place(const struct mr_pkt *pkt, u32 slot, struct mr_place *place);
+
 static enum mr_rx_result mr_rx_response(struct mr_conn *c, u64 now, const struct mr_pkt *pkt,
 					bool ce, enum mr_sack_verdict sv, struct mr_place *place)
 {
@@ -157,13 +159,7 @@ static enum mr_rx_result mr_rx_response(struct mr_conn *c, u64 now, const struct
 	idx = mr_bits_trailing_ones(m->resp_bits);
 	m->resp_base += idx;
 	mr_bits_shift_down(m->resp_bits, idx);
-	memset(place, 0, sizeof(*place));
-	place->stream_slot = (u8)slot;
-	place->opcode = bth->opcode;
-	place->msn = bth->msn;
-	place->offset = bth->offset;
-	place->len = bth->payload_len;
-	place->data = pkt->payload;
+	mr_rx_fill_place(pkt, slot, place);
 	place->cookie = m->cookie;
 	place->orig = pkt->atomic_orig;
 	if (!read)
