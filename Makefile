@@ -17,7 +17,7 @@ KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
 KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 
 .PHONY: all modules module-6.1 clean lint unit kunit selftests check provider \
-	conformance bench demo help
+	conformance conformance-mutations bench demo help
 
 all: modules
 
@@ -57,8 +57,18 @@ demo:
 provider:
 	@scripts/provider.sh
 
-conformance bench:
-	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 1
+# MetaRoCE, rxe and TCP on one 8-link fabric of two guests; QUICK=1 for a short run.
+bench:
+	@QUICK=$(QUICK) tools/testing/bench/bench.sh
+
+# The compliance suite (tools/testing/conformance) against metaroce.ko in a guest; writes
+# Documentation/metaroce/compliance.rst.  The mutation check builds the module once per
+# test-only mutation and runs the suite against each (slower: not part of make check).
+conformance:
+	@CONF_FILTER='$(or $(T),$(CONF_FILTER))' tools/testing/conformance/run.sh
+
+conformance-mutations:
+	@tools/testing/conformance/run.sh --mutations
 
 clean:
 	$(MAKE) -C "$(KDIR_612)" M=$(TOP) clean 2>/dev/null || true
@@ -72,5 +82,9 @@ help:
 	@echo "make kunit      KUnit suites of core/ in UML (kunit.py)"
 	@echo "make provider   the rdma-core provider: build/provider/libmetaroce-rdmav34.so"
 	@echo "make selftests  guest tests in QEMU; T=name runs one"
+	@echo "make conformance  the compliance suite against the module in a guest;"
+	@echo "                 regenerates Documentation/metaroce/compliance.rst"
+	@echo "make conformance-mutations  the same against each planted mutation"
 	@echo "make check      all of the above; prints 'N passed, N failed'"
+	@echo "make bench      MetaRoCE vs rxe vs TCP on an 8-link fabric (QUICK=1: short)"
 	@echo "make demo       boot a guest, run MetaRoCE and rxe at 0% and 1% loss, print the table"

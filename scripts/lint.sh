@@ -16,12 +16,16 @@ checkpatch() {
 	"$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types --file "$@" 2>&1
 }
 mapfile -t files < <(git ls-files 'drivers/metaroce/*.[ch]' 'include/uapi/*.h' 'tools/testing/kunit/*.c' \
-	'tools/testing/vm/warn/*.c' 'tools/testing/selftests/drivers/metaroce/ktraffic/*.[ch]' |
-	grep -v '/compat\.h$')
+	'tools/testing/vm/warn/*.c' 'tools/testing/selftests/drivers/metaroce/ktraffic/*.[ch]' \
+	'tools/testing/conformance/dut/*.c' |
+	grep -v -e '/compat\.h$' -e '/trace\.h$')
 out=$(checkpatch --ignore FILE_PATH_CHANGES "${files[@]}")
 # The compat header is the one place that may test the kernel version.
-out+=$(checkpatch --ignore FILE_PATH_CHANGES,LINUX_VERSION_CODE,CONSTANT_COMPARISON \
+out+=$(checkpatch --ignore FILE_PATH_CHANGES,LINUX_VERSION_CODE,CONSTANT_COMPARISON,MACRO_ARG_UNUSED \
 	drivers/metaroce/compat.h)
+# Trace event definitions are macro calls laid out the way the kernel's own are.
+out+=$(checkpatch --ignore FILE_PATH_CHANGES,PARENTHESIS_ALIGNMENT,OPEN_ENDED_LINE \
+	drivers/metaroce/trace.h)
 if grep -qE '(ERROR|WARNING|CHECK):' <<<"$out"; then
 	grep -E '(ERROR|WARNING|CHECK):' <<<"$out"
 	bad "checkpatch"

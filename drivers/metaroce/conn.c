@@ -8,6 +8,8 @@
 #include <rdma/ib_cache.h>
 
 #include "metaroce.h"
+#include "trace.h"
+#include "core/cc.h"
 #include "core/codec.h"
 #include "core/handshake.h"
 
@@ -15,10 +17,35 @@ static unsigned int metaroce_paths = 8;
 module_param_named(paths, metaroce_paths, uint, 0444);
 MODULE_PARM_DESC(paths, "Paths (UDP source ports) per connection, 1..16 (default 8)");
 
+/*
+ * [MR-REL-3] RTO bounds; 0 keeps the spec's defaults (100 us .. 1 s).  The
+ * minimum is made for datacenter RTTs; virtual machines on busy hosts stall
+ * for milliseconds, and a higher minimum saves the RTOs those stalls cost.
+ */
+static unsigned int metaroce_rto_min_us;
+module_param_named(rto_min_us, metaroce_rto_min_us, uint, 0644);
+MODULE_PARM_DESC(rto_min_us, "Minimum retransmission timeout in us (0: 100)");
+static unsigned int metaroce_rto_max_us;
+module_param_named(rto_max_us, metaroce_rto_max_us, uint, 0644);
+MODULE_PARM_DESC(rto_max_us, "Maximum retransmission timeout in us (0: 1000000)");
+
+/*
+ * [MR-SEC-4] Connections a peer can make us hold: a CONNECT_REQ that needs a
+ * new connection is dropped once the device has this many.  Connections that
+ * our own QPs ask for are bounded by the QPs and not refused.
+ */
+static unsigned int metaroce_max_conns = 1024;
+module_param_named(max_conns, metaroce_max_conns, uint, 0644);
+MODULE_PARM_DESC(max_conns,
+		 "Connections per device beyond which peers' CONNECT_REQs are dropped (default 1024)");
+
+static unsigned int metaroce_link_mbps = 10000;
+module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
+MODULE_PARM_DESC(link_mbps,
+		 "Receive capacity in Mbit/s shared out by the rate hints (default 10000)");
+
 /* Packets one run of the transmit work sends before it yields the CPU. */
 #define METAROCE_TX_BUDGET	64
-/* Room for IP, UDP and link headers in front of ours. */
-#define METAROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + sizeof(struct udphdr))
 /* Source port of packets that belong to no path (handshake, ACKs). */
 #define METAROCE_CTRL_SPORT	49152
 
@@ -35,7 +62,11 @@ struct metaroce_conn {
 	bool established;
 	bool dead;
 	struct list_head qps;		/* attached QPs */
+	u64 idle_since;			/* when the last QP went */
+	bool retiring;			/* its last QP went: CLOSE after MR_CONN_IDLE */
+	u64 ask_at;			/* [MR-CONN-12] the waiting side asks itself then */
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
+	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
 	struct hrtimer timer;
 	struct work_struct tx_work;
@@ -70,23 +101,34 @@ static struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 {
 	struct metaroce_mr *mr = xa_load(&mdev->mrs, key >> 8);
 
-	if (!mr || READ_ONCE(mr->ibmr.lkey) != key || mr->umem)
-		return NULL;	/* user MRs carry no data yet */
+#ifdef METAROCE_MUTATION_ACCEPT_BAD_RKEY
+	/* Test-only mutation (make conformance-mutations): the key byte is not checked. */
+	key = mr ? READ_ONCE(mr->ibmr.lkey) : key;
+#endif
+	if (!mr || READ_ONCE(mr->ibmr.lkey) != key)
+		return NULL;
 	/* Pairs with REG_MR's release: a valid MR's pages and bounds are visible. */
 	if (mr->frwr && !smp_load_acquire(&mr->valid))
 		return NULL;
 	return mr;
 }
 
-static bool metaroce_lkey_ok(struct metaroce_dev *mdev, const struct ib_sge *sge)
+static bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge)
 {
-	return sge->lkey == mdev->ibdev.local_dma_lkey || metaroce_key_mr(mdev, sge->lkey);
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
+	struct metaroce_mr *mr;
+
+	if (sge->lkey == mdev->ibdev.local_dma_lkey)
+		return true;
+	mr = metaroce_key_mr(mdev, sge->lkey);
+	return mr && mr->ibmr.pd == qp->ibqp.pd;
 }
 
 /* Copy between a flat buffer and an SGE list at a byte offset; false if out of range. */
-static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sge, u32 nsge,
-			      u32 off, void *buf, u32 len, bool to_sge)
+bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
+		       u32 off, void *buf, u32 len, bool to_sge)
 {
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	struct metaroce_mr *mr;
 	u32 i, n;
 	void *p;
@@ -104,8 +146,13 @@ static bool metaroce_sge_copy(struct metaroce_dev *mdev, const struct ib_sge *sg
 			else
 				memcpy(buf, p, n);
 		} else {
+			/*
+			 * Looked up again at every copy: the key must still name
+			 * an MR of the QP's PD, never one that took a freed key.
+			 */
 			mr = metaroce_key_mr(mdev, sge[i].lkey);
-			if (!mr || !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
+			if (!mr || mr->ibmr.pd != qp->ibqp.pd ||
+			    !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
 				return false;
 		}
 		buf += n;
@@ -144,9 +191,10 @@ static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 v
 		return MR_NAK_ACCESS;
 	if (va + len < va)
 		return MR_NAK_BOUNDS;
-	/* A DMA MR spans the kernel's address space; a fast-registered one its pages. */
-	if (mr->frwr && (va < mr->ibmr.iova || len > mr->ibmr.length ||
-			 va - mr->ibmr.iova > mr->ibmr.length - len))
+	/* A DMA MR spans the kernel's address space; the others their pages. */
+	if ((mr->frwr || mr->umem) &&
+	    (va < mr->ibmr.iova || len > mr->ibmr.length ||
+	     va - mr->ibmr.iova > mr->ibmr.length - len))
 		return MR_NAK_BOUNDS;
 	return 0;
 }
@@ -175,6 +223,8 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 	idx = qp->rq_base + pl->rsn;
 	/* The lock orders our reads after post_recv's writes of the WQE. */
 	spin_lock(&qp->rq.lock);
+	if ((s32)(idx - qp->rq.tail) >= 0)
+		metaroce_rq_refill(qp, idx);
 	if ((s32)(idx - qp->rq.tail) >= 0) {
 		spin_unlock(&qp->rq.lock);
 		*info = metaroce_rnr_us(qp->attr.min_rnr_timer);
@@ -235,7 +285,7 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 	switch (pl->opcode) {
 	case MR_OP_SEND:
 		rwqe = metaroce_rq_wqe(&qp->rq, qp->rq_base + pl->rsn);
-		ok = metaroce_sge_copy(c->mdev, rwqe->sge, rwqe->num_sge, pl->offset,
+		ok = metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, pl->offset,
 				       (void *)pl->data, pl->len, true);
 		break;
 	case MR_OP_WRITE:
@@ -245,7 +295,7 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 		break;
 	case MR_OP_READ_RESP:
 		swqe = metaroce_sq_wqe(&qp->sq, (u32)pl->cookie);
-		ok = metaroce_sge_copy(c->mdev, swqe->sge, swqe->num_sge, pl->offset,
+		ok = metaroce_sge_copy(qp, swqe->sge, swqe->num_sge, pl->offset,
 				       (void *)pl->data, pl->len, true);
 		break;
 	default:
@@ -327,7 +377,7 @@ static void metaroce_sq_flush(struct metaroce_qp *qp)
 	qp->sq.posted = qp->sq.tail;
 }
 
-static void metaroce_qp_to_error(struct metaroce_qp *qp)
+void metaroce_qp_to_error(struct metaroce_qp *qp)
 {
 	WRITE_ONCE(qp->state, IB_QPS_ERR);
 	metaroce_sq_flush(qp);
@@ -353,7 +403,7 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		swqe = metaroce_sq_wqe(&qp->sq, qp->sq.head++);
 		if (status == IB_WC_SUCCESS && (swqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
 						swqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) &&
-		    !metaroce_sge_copy(c->mdev, swqe->sge, swqe->num_sge, 0, (void *)&cm->orig,
+		    !metaroce_sge_copy(qp, swqe->sge, swqe->num_sge, 0, (void *)&cm->orig,
 				       sizeof(cm->orig), true))
 			status = IB_WC_LOC_PROT_ERR;
 		metaroce_complete_send(qp, swqe, status);
@@ -363,6 +413,8 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		break;
 	case MR_COMPL_RECV:
 		spin_lock(&qp->rq.lock);
+		if (qp->rq.head == qp->rq.tail)
+			metaroce_rq_refill(qp, qp->rq.head);
 		if (qp->rq.head == qp->rq.tail) {
 			spin_unlock(&qp->rq.lock);
 			return;
@@ -482,6 +534,12 @@ static void metaroce_conn_established(struct metaroce_conn *c)
 
 	mr_conn_cfg_defaults(&cfg);
 	mr_hs_conn_cfg(&c->hs, &cfg);
+	if (READ_ONCE(metaroce_rto_min_us))
+		cfg.rto.min_ns = (u64)READ_ONCE(metaroce_rto_min_us) * NSEC_PER_USEC;
+	if (READ_ONCE(metaroce_rto_max_us))
+		cfg.rto.max_ns = (u64)READ_ONCE(metaroce_rto_max_us) * NSEC_PER_USEC;
+	cfg.rto.max_ns = max(cfg.rto.max_ns, cfg.rto.min_ns);
+	cfg.rto.initial_ns = clamp(cfg.rto.initial_ns, cfg.rto.min_ns, cfg.rto.max_ns);
 	cfg.seed = get_random_u64();
 	mr_conn_init(c->eng, &cfg);
 	c->eng->ops = &metaroce_engine_ops;
@@ -543,12 +601,16 @@ static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
 		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
 		return;
 	}
+	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, sport);
 	skb->mark = sport;	/* the UDP source port, until xmit */
 	__skb_queue_tail(q, skb);
 }
 
-/* A data packet: its payload comes from the send WQE, or for a Read response from memory. */
-static void metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
+/*
+ * A data packet: its payload comes from the send WQE, or for a Read response
+ * from memory. True if the engine has more to send now than it said (a NAK).
+ */
+static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 				const struct mr_tx_desc *d)
 {
 	const struct mr_pkt *pkt = &d->pkt;
@@ -561,7 +623,7 @@ static void metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 	skb = metaroce_pkt_skb(pkt, &payload);
 	if (!skb) {
 		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
-		return;
+		return false;
 	}
 	if (pkt->bth.payload_len) {
 		if (pkt->bth.opcode == MR_OP_READ_RESP) {
@@ -571,29 +633,77 @@ static void metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 						    pkt->bth.payload_len, false);
 		} else if (qp) {
 			wqe = metaroce_sq_wqe(&qp->sq, (u32)d->cookie);
-			ok = metaroce_sge_copy(c->mdev, wqe->sge, wqe->num_sge, pkt->bth.offset,
-					       payload, pkt->bth.payload_len, false);
+			if (wqe->inline_data)
+				memcpy(payload, metaroce_wqe_inline(wqe) + pkt->bth.offset,
+				       pkt->bth.payload_len);
+			else
+				ok = metaroce_sge_copy(qp, wqe->sge, wqe->num_sge,
+						       pkt->bth.offset, payload,
+						       pkt->bth.payload_len, false);
+		} else {
+			ok = false;	/* never send the buffer's stale bytes */
 		}
+	}
+	if (!ok && pkt->bth.opcode == MR_OP_READ_RESP) {
+		/*
+		 * The MR went away after the Read was checked: typically a
+		 * retransmission after the requester had it all and the owner
+		 * invalidated the MR. Never send bytes we cannot read; NAK.
+		 */
+		metaroce_count(c->mdev, METAROCE_CNT_READ_RESP_ABORTS);
+		mr_conn_abort_response(c->eng, d->stream_slot, pkt->bth.msn, MR_NAK_ACCESS);
+		kfree_skb(skb);
+		return true;	/* the NAK goes in the next pass */
 	}
 	if (!ok) {
 		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);
 		kfree_skb(skb);
-		return;
+		return false;
 	}
+	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, d->entropy);
 	skb->mark = d->entropy;
 	__skb_queue_tail(q, skb);
+	return false;
 }
 
-static void metaroce_conn_arm(struct metaroce_conn *c)
+static void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
+{
+	enum ib_mtu mtu;
+
+	mr_hs_local_defaults(l, mdev->incarnation);
+	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
+	spin_lock_bh(&mdev->port_lock);
+	mtu = mdev->active_mtu;
+	spin_unlock_bh(&mdev->port_lock);
+	l->pmtu = ib_mtu_enum_to_int(mtu);
+}
+
+/* Minimum delay of a timer armed for a deadline that has already passed. */
+#define METAROCE_PAST_DEADLINE_NS	(50 * NSEC_PER_USEC)
+
+/*
+ * Arm the timer for the engine's next deadline, once the transmit work has
+ * done everything it could at @now. A deadline not after @now then means
+ * the engine has nothing to act on: firing at once would repeat forever and
+ * starve the CPU (softirq). Such a deadline is an engine bug; it is counted
+ * and put off a little instead. @more: the work runs again anyway.
+ */
+static void metaroce_conn_arm(struct metaroce_conn *c, u64 now, bool more)
 {
 	u64 when = mr_hs_next_deadline(&c->hs);
 
 	if (c->dead)	/* metaroce_conn_remove() has cancelled the timer for good */
 		return;
-	if (c->established && !c->dead)
+	if (c->established)
 		when = min(when, mr_conn_next_deadline(c->eng));
+	if (c->ask_at && c->hs.state == MR_HS_IDLE)
+		when = min(when, c->ask_at);
 	if (when == MR_NO_DEADLINE)
 		return;
+	if (when <= now && !more) {
+		metaroce_count(c->mdev, METAROCE_CNT_TIMER_PAST);
+		when = now + METAROCE_PAST_DEADLINE_NS;
+	}
 	hrtimer_start(&c->timer, ns_to_ktime(when), HRTIMER_MODE_ABS_SOFT);
 }
 
@@ -601,35 +711,59 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 {
 	struct metaroce_conn *c = container_of(work, struct metaroce_conn, tx_work);
 	struct mr_completion cm;
+	struct mr_hs_local l;
 	struct mr_tx_desc d;
 	struct sk_buff_head q;
 	struct metaroce_qp *qp;
 	struct sk_buff *skb;
 	struct mr_pkt pkt;
 	bool more = false;
-	u64 now;
+	u64 now, ask_at;
 	int n;
 
 	__skb_queue_head_init(&q);
-	spin_lock_bh(&c->lock);
 	now = metaroce_now();
-	while (mr_hs_next_packet(&c->hs, &pkt))
+	ask_at = READ_ONCE(c->ask_at);
+	/* Our handshake parameters only when we are about to ask (port_lock). */
+	if (ask_at && now >= ask_at)
+		metaroce_hs_local(c->mdev, &l);
+	spin_lock_bh(&c->lock);
+	if (c->ask_at && now >= c->ask_at && ask_at) {
+		/* No CONNECT_REQ came: ask ourselves; a crossing one is fine, [MR-CONN-11]. */
+		if (c->hs.state == MR_HS_IDLE && !c->dead)
+			mr_hs_connect(&c->hs, &l, now, c->id, get_random_u32());
+		WRITE_ONCE(c->ask_at, 0);
+	}
+	if (mr_hs_on_timer(&c->hs, now) == MR_HS_EV_FAILED)
+		metaroce_conn_fail_locked(c);
+	if (c->established && !c->dead) {
+		mr_conn_on_timer(c->eng, now);
+		if (c->eng->failed)
+			metaroce_conn_fail_locked(c);
+	}
+	while (mr_hs_next_packet(&c->hs, now, &pkt))
 		metaroce_queue_pkt(c, &q, &pkt, METAROCE_CTRL_SPORT);
 	if (c->established && !c->dead) {
 		while (mr_conn_poll_completion(c->eng, &cm))
 			metaroce_complete(c, &cm);
-		list_for_each_entry(qp, &c->qps, conn_node)
+		list_for_each_entry(qp, &c->qps, conn_node) {
+			/* After the completions: they make room and decide the ring's flag. */
+			metaroce_usq_drain(qp);
 			metaroce_sq_push(c, qp);
+		}
 		while (mr_conn_next_ack(c->eng, now, &pkt))
 			metaroce_queue_pkt(c, &q, &pkt, METAROCE_CTRL_SPORT);
 		for (n = 0; n < METAROCE_TX_BUDGET; n++) {
 			if (!mr_conn_next_packet(c->eng, now, &d))
 				break;
-			metaroce_queue_data(c, &q, &d);
+			more |= metaroce_queue_data(c, &q, &d);
 		}
-		more = n == METAROCE_TX_BUDGET;
+		more |= n == METAROCE_TX_BUDGET;
+	} else {
+		list_for_each_entry(qp, &c->qps, conn_node)
+			metaroce_usq_drain(qp);
 	}
-	metaroce_conn_arm(c);
+	metaroce_conn_arm(c, now, more);
 	spin_unlock_bh(&c->lock);
 
 	while ((skb = __skb_dequeue(&q))) {
@@ -643,37 +777,14 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	metaroce_conn_put(c);	/* the reference metaroce_conn_kick() took */
 }
 
+/* The timer only wakes the transmit work, which acts on every deadline that passed. */
 static enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t)
 {
-	struct metaroce_conn *c = container_of(t, struct metaroce_conn, timer);
-	u64 now = metaroce_now();
-
-	spin_lock(&c->lock);
-	if (mr_hs_on_timer(&c->hs, now) == MR_HS_EV_FAILED)
-		metaroce_conn_fail_locked(c);
-	if (c->established && !c->dead) {
-		mr_conn_on_timer(c->eng, now);
-		if (c->eng->failed)
-			metaroce_conn_fail_locked(c);
-	}
-	spin_unlock(&c->lock);
-	metaroce_conn_kick(c);
+	metaroce_conn_kick(container_of(t, struct metaroce_conn, timer));
 	return HRTIMER_NORESTART;
 }
 
 /* ---- connection table ---- */
-
-static void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
-{
-	enum ib_mtu mtu;
-
-	mr_hs_local_defaults(l, mdev->incarnation);
-	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
-	spin_lock_bh(&mdev->port_lock);
-	mtu = mdev->active_mtu;
-	spin_unlock_bh(&mdev->port_lock);
-	l->pmtu = ib_mtu_enum_to_int(mtu);
-}
 
 static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 						 const struct in6_addr *laddr,
@@ -694,6 +805,7 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 	c->laddr = *laddr;
 	c->raddr = *raddr;
 	refcount_set(&c->ref, 1);	/* the table's */
+	c->idle_since = metaroce_now();	/* an accepted one waits for its first QP */
 	spin_lock_init(&c->lock);
 	INIT_LIST_HEAD(&c->qps);
 	hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
@@ -713,6 +825,9 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 		return NULL;
 	}
 	list_add(&c->node, &mdev->conns);
+	mdev->nr_conns++;
+	/* One accepted from a peer whose QP never comes here must not stay forever. */
+	queue_delayed_work(system_wq, &mdev->conn_idle_work, nsecs_to_jiffies(MR_CONN_IDLE_NS) + 1);
 	return c;
 }
 
@@ -722,11 +837,53 @@ static struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
 {
 	struct metaroce_conn *c;
 
+	/*
+	 * A retiring connection (its QPs are gone, the CLOSE waits for
+	 * MR_CONN_IDLE) is reused while it is established: the peer may
+	 * still have QPs on it, and its new QPs join it, [MR-CONN-2]. (A
+	 * connection of ours made beside it would leave our new QP and the
+	 * peer's on different connections: nvme discover then connect did
+	 * that.) One whose handshake never finished is not: the peer may
+	 * have restarted since. If it has, its new incarnation's
+	 * CONNECT_REQ ends the old connection and its QPs, [MR-CONN-7].
+	 */
 	list_for_each_entry(c, &mdev->conns, node)
 		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
-		    !c->dead)
+		    !c->dead && (!c->retiring || c->established))
 			return c;
 	return NULL;
+}
+
+/* Add a connection's engine counters to v (METAROCE_ENG_* order). */
+static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
+{
+	const struct mr_conn *e = c->eng;
+
+	spin_lock_bh(&c->lock);
+	v[METAROCE_ENG_RETRANSMITS - METAROCE_NR_COUNTERS] += e->retransmits;
+	v[METAROCE_ENG_RTOS - METAROCE_NR_COUNTERS] += e->rtos;
+	v[METAROCE_ENG_SPURIOUS_RTOS - METAROCE_NR_COUNTERS] += e->spurious_rtos;
+	v[METAROCE_ENG_SACK_LOSSES - METAROCE_NR_COUNTERS] += e->sack_losses;
+	v[METAROCE_ENG_TAIL_PROBES - METAROCE_NR_COUNTERS] += e->tail_probes;
+	v[METAROCE_ENG_MSG_PROBES - METAROCE_NR_COUNTERS] += e->msg_probes;
+	v[METAROCE_ENG_PATH_FAILURES - METAROCE_NR_COUNTERS] += e->path_failures;
+	v[METAROCE_ENG_RX_DUPLICATES - METAROCE_NR_COUNTERS] += e->rx_duplicates;
+	v[METAROCE_ENG_RX_DROPPED - METAROCE_NR_COUNTERS] += e->rx_dropped;
+	v[METAROCE_ENG_NAKS_SENT - METAROCE_NR_COUNTERS] += e->naks_sent;
+	v[METAROCE_ENG_NAKS_RECEIVED - METAROCE_NR_COUNTERS] += e->naks_received;
+	v[METAROCE_ENG_ECN_ECHOES - METAROCE_NR_COUNTERS] += e->ecn_echoes;
+	spin_unlock_bh(&c->lock);
+}
+
+void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v)
+{
+	struct metaroce_conn *c;
+
+	mutex_lock(&mdev->conn_mutex);
+	memcpy(v, mdev->eng_retired, sizeof(mdev->eng_retired));
+	list_for_each_entry(c, &mdev->conns, node)
+		metaroce_conn_eng_add(c, v);
+	mutex_unlock(&mdev->conn_mutex);
 }
 
 /* Take a connection out of the table and stop it; conn_mutex held. */
@@ -739,6 +896,8 @@ static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);
 	list_del_init(&c->node);
+	c->mdev->nr_conns--;
+	metaroce_conn_eng_add(c, c->mdev->eng_retired);
 	/* dead is set: neither a running work nor the receive path re-arms the timer. */
 	hrtimer_cancel(&c->timer);
 	if (cancel_work_sync(&c->tx_work))
@@ -789,12 +948,17 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 			spin_lock_bh(&c->lock);
 			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
 			spin_unlock_bh(&c->lock);
+		} else {
+			spin_lock_bh(&c->lock);
+			WRITE_ONCE(c->ask_at, metaroce_now() + MR_CONN_WAIT_NS);
+			spin_unlock_bh(&c->lock);
 		}
 	}
 	refcount_inc(&c->ref);
 	spin_lock_bh(&c->lock);
 	qp->conn = c;
 	qp->slot = -1;
+	c->retiring = false;
 	list_add_tail(&qp->conn_node, &c->qps);
 	if (c->established)
 		metaroce_open_stream(c, qp);
@@ -804,12 +968,30 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 	return 0;
 }
 
+/*
+ * The RNR retry count and timer come with RTS, but a connection that is up
+ * already opens the QP's stream at RTR: hand the engine what modify_qp has
+ * accepted since.
+ */
+void metaroce_qp_set_rnr(struct metaroce_qp *qp)
+{
+	struct metaroce_conn *c = qp->conn;
+
+	if (!c)
+		return;
+	spin_lock_bh(&c->lock);
+	if (qp->slot >= 0)
+		mr_conn_set_rnr(c->eng, qp->slot, qp->attr.rnr_retry,
+				metaroce_rnr_us(qp->attr.min_rnr_timer));
+	spin_unlock_bh(&c->lock);
+}
+
 /* QP destroyed: let go of its stream; the last QP of a connection closes it. */
 void metaroce_qp_detach(struct metaroce_qp *qp)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	struct metaroce_conn *c = qp->conn;
-	bool last;
+	bool last, idle;
 
 	if (!c)
 		return;
@@ -824,17 +1006,73 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 	list_del(&qp->conn_node);
 	qp->conn = NULL;
 	last = list_empty(&c->qps);
-	if (last && !c->dead && c->hs.state == MR_HS_ESTABLISHED)
-		mr_hs_close(&c->hs, metaroce_now(), MR_CLOSE_NORMAL);
+	idle = last && !c->dead && c->hs.state == MR_HS_ESTABLISHED;
+	if (last) {
+		c->idle_since = metaroce_now();
+		c->retiring = true;
+	}
 	spin_unlock_bh(&c->lock);
-	if (last && !list_empty(&c->node)) {
-		/* Best effort CLOSE, then the connection goes ([MR-CONN-9]). */
-		metaroce_conn_kick(c);
-		flush_work(&c->tx_work);
-		metaroce_conn_remove(c, false);
+	if (idle) {
+		/*
+		 * [MR-CONN-9] CLOSE only after MR_CONN_IDLE without streams:
+		 * the peer's QPs may still be finishing (its last ACKs, its
+		 * receives), and a CLOSE would move them to Error.
+		 */
+		queue_delayed_work(system_wq, &mdev->conn_idle_work,
+				   nsecs_to_jiffies(MR_CONN_IDLE_NS) + 1);
+	} else if (last && !list_empty(&c->node)) {
+		/*
+		 * A dead connection goes too, but from the work: we may be
+		 * called from a WQ_MEM_RECLAIM worker (nvmet-rdma frees its
+		 * queues from one), which must not wait for the BH workqueue.
+		 */
+		mod_delayed_work(system_wq, &mdev->conn_idle_work, 0);
 	}
 	mutex_unlock(&mdev->conn_mutex);
 	metaroce_conn_put(c);
+}
+
+/* Connections without QPs: CLOSE those idle for MR_CONN_IDLE, drop dead ones. */
+static void metaroce_conn_idle_work(struct work_struct *work)
+{
+	struct metaroce_dev *mdev = container_of(to_delayed_work(work), struct metaroce_dev,
+						 conn_idle_work);
+	struct metaroce_conn *c, *tmp;
+	u64 now = metaroce_now(), wait = 0;
+	bool close, drop;
+
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry_safe(c, tmp, &mdev->conns, node) {
+		spin_lock_bh(&c->lock);
+		/*
+		 * Without QPs for MR_CONN_IDLE: an established connection is
+		 * closed, a handshake nobody waits for any more is dropped;
+		 * a dead connection goes at once.
+		 */
+		close = false;
+		drop = list_empty(&c->qps) && c->dead;
+		if (list_empty(&c->qps) && !c->dead) {
+			if (now - c->idle_since < MR_CONN_IDLE_NS)
+				wait = max(wait, MR_CONN_IDLE_NS - (now - c->idle_since));
+			else if (c->hs.state == MR_HS_ESTABLISHED)
+				close = true;
+			else
+				drop = true;
+		}
+		if (close)
+			mr_hs_close(&c->hs, now, MR_CLOSE_IDLE);
+		spin_unlock_bh(&c->lock);
+		if (close) {
+			/* Best effort CLOSE, then the connection goes. */
+			metaroce_conn_kick(c);
+			flush_work(&c->tx_work);
+		}
+		if (close || drop)
+			metaroce_conn_remove(c, false);
+	}
+	mutex_unlock(&mdev->conn_mutex);
+	if (wait)
+		queue_delayed_work(system_wq, &mdev->conn_idle_work, nsecs_to_jiffies(wait) + 1);
 }
 
 /* The user moved the QP to Error: complete what the engine still holds as flushed. */
@@ -843,6 +1081,7 @@ void metaroce_qp_flush(struct metaroce_qp *qp)
 	struct metaroce_conn *c = qp->conn;
 
 	if (!c) {
+		metaroce_ud_flush(qp);
 		metaroce_rq_flush(qp);
 		return;
 	}
@@ -856,13 +1095,23 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct metaroce_qp *qp = to_mqp(ibqp);
 	struct metaroce_conn *c = qp->conn;
-	struct metaroce_send_wqe *wqe;
-	bool local;
 	int err = 0;
-	u32 i;
 
-	if (ibqp->qp_type != IB_QPT_RC || !c) {
-		/* UD and GSI sends arrive with the next transport step. */
+	if (qp->uqp && wr) {
+		/* A user QP posts on its ring; the command is only its doorbell. */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (ibqp->qp_type == IB_QPT_UD && qp->uqp) {
+		metaroce_ud_usq_drain(qp);
+		return 0;
+	}
+	if (ibqp->qp_type == IB_QPT_UD || ibqp->qp_type == IB_QPT_GSI)
+		return metaroce_ud_post_send(qp, wr, bad_wr);
+	if (!c) {
+		/* Before RTR a doorbell finds nothing to do: the WQEs wait on the ring. */
+		if (qp->uqp)
+			return 0;
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			return metaroce_post_send_flush(qp, wr, bad_wr);
 		*bad_wr = wr;
@@ -870,6 +1119,25 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 
 	spin_lock_bh(&c->lock);
+	if (qp->uqp)
+		metaroce_usq_drain(qp);
+	else
+		err = metaroce_post_send_locked(qp, wr, bad_wr);
+	metaroce_sq_push(c, qp);
+	spin_unlock_bh(&c->lock);
+	metaroce_conn_kick(c);
+	return err;
+}
+
+/* Queue a chain of work requests on an attached RC QP; c->lock held. */
+int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr)
+{
+	struct metaroce_send_wqe *wqe;
+	bool local;
+	int err = 0;
+	u32 i;
+
 	for (; wr; wr = wr->next) {
 		if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 			struct metaroce_send_wqe flush = { .wr_id = wr->wr_id,
@@ -881,8 +1149,15 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		local = wr->opcode == IB_WR_REG_MR || wr->opcode == IB_WR_LOCAL_INV;
 		if (READ_ONCE(qp->state) != IB_QPS_RTS ||
 		    !(local || metaroce_mr_opcode(wr->opcode)) ||
-		    wr->num_sge > qp->sq.max_sge || wr->send_flags & IB_SEND_INLINE) {
+		    wr->num_sge > qp->sq.max_sge) {
 			err = local || metaroce_mr_opcode(wr->opcode) ? -EINVAL : -EOPNOTSUPP;
+			break;
+		}
+		if (wr->send_flags & IB_SEND_INLINE && !local &&
+		    ((metaroce_mr_opcode(wr->opcode) != MR_OP_SEND &&
+		      metaroce_mr_opcode(wr->opcode) != MR_OP_WRITE) ||
+		     metaroce_sge_len(wr->sg_list, wr->num_sge) > qp->max_inline)) {
+			err = -EINVAL;	/* inline is for Sends and Writes that fit */
 			break;
 		}
 		if (qp->sq.tail - qp->sq.head >= qp->sq.max_wr) {
@@ -894,6 +1169,7 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		wqe->opcode = wr->opcode;
 		wqe->send_flags = wr->send_flags;
 		wqe->local = local;
+		wqe->inline_data = false;
 		wqe->num_sge = local ? 0 : wr->num_sge;
 		wqe->len = 0;
 		if (local) {
@@ -903,10 +1179,21 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			qp->sq.tail++;
 			continue;
 		}
-		for (i = 0; i < wr->num_sge; i++) {
+		if (wr->send_flags & IB_SEND_INLINE) {
+			/* The data is copied now; the lkeys are not looked at. */
+			wqe->inline_data = true;
+			wqe->num_sge = 0;
+			for (i = 0; i < wr->num_sge; i++) {
+				memcpy(metaroce_wqe_inline(wqe) + wqe->len,
+				       (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				wqe->len += wr->sg_list[i].length;
+			}
+		}
+		for (i = 0; i < wqe->num_sge; i++) {
 			wqe->sge[i] = wr->sg_list[i];
 			wqe->len += wr->sg_list[i].length;
-			if (!metaroce_lkey_ok(c->mdev, &wr->sg_list[i]))
+			if (!metaroce_lkey_ok(qp, &wr->sg_list[i]))
 				err = -EINVAL;
 		}
 		if (err)
@@ -931,15 +1218,68 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		qp->sq.tail++;
 	}
-	metaroce_sq_push(c, qp);
-	spin_unlock_bh(&c->lock);
-	metaroce_conn_kick(c);
 	if (err)
 		*bad_wr = wr;
 	return err;
 }
 
 /* ---- receive side entry points (softirq) ---- */
+
+/*
+ * [MR-CC-9] every MR_SHARE_INTERVAL, share our receive capacity out among
+ * the connections that delivered data (max-min fair, in the engine), and
+ * put each share into the rate hint of that connection's ACKs.  Run
+ * lazily from the receive path: hints only matter in ACKs, and ACKs only
+ * follow received data.
+ */
+static void metaroce_share_tick(struct metaroce_dev *mdev, u64 now)
+{
+	struct metaroce_share_state *ss = &mdev->share;
+	struct metaroce_conn *c;
+	unsigned long id;
+	u64 interval;
+	u32 n = 0, i;
+
+	if (now - READ_ONCE(ss->at_ns) < MR_SHARE_INTERVAL_NS || !spin_trylock(&ss->lock))
+		return;
+	interval = now - ss->at_ns;
+	if (interval < MR_SHARE_INTERVAL_NS)
+		goto out;
+	WRITE_ONCE(ss->at_ns, now);
+
+	rcu_read_lock();
+	xa_for_each(&mdev->conn_ids, id, c) {
+		if (n == METAROCE_SHARE_MAX)
+			break;		/* the rest send no hint (0) */
+		if (!refcount_inc_not_zero(&c->ref))
+			continue;
+		spin_lock(&c->lock);
+		if (!c->established || c->dead) {
+			spin_unlock(&c->lock);
+			metaroce_conn_put(c);
+			continue;
+		}
+		ss->s[n] = c->share;
+		ss->s[n].active = c->share.bytes != 0;
+		c->share.bytes = 0;
+		spin_unlock(&c->lock);
+		ss->conns[n++] = c;
+	}
+	rcu_read_unlock();
+
+	mr_fairshare_compute(ss->s, n, READ_ONCE(metaroce_link_mbps),
+			     (u32)min_t(u64, interval, U32_MAX));
+	for (i = 0; i < n; i++) {
+		c = ss->conns[i];
+		spin_lock(&c->lock);
+		c->share.share_mbps = ss->s[i].share_mbps;
+		c->eng->local_hint = mr_rate_hint_encode(ss->s[i].share_mbps);
+		spin_unlock(&c->lock);
+		metaroce_conn_put(c);
+	}
+out:
+	spin_unlock(&ss->lock);
+}
 
 void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *p, bool ce)
 {
@@ -956,6 +1296,7 @@ void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void
 	rcu_read_unlock();
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "unknown connection");
 		return;
 	}
 
@@ -984,9 +1325,11 @@ void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void
 			mr_conn_on_nak(c->eng, now, pkt);
 		else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE)
 			metaroce_place(c, &pl);
+		c->share.bytes += pkt->bth.payload_len;
 		break;
 	}
 	spin_unlock(&c->lock);
+	metaroce_share_tick(mdev, now);
 	metaroce_conn_kick(c);
 	metaroce_conn_put(c);
 }
@@ -1055,6 +1398,11 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		/* A restarted or replaced peer: the old connection goes, [MR-CONN-7]. */
 		metaroce_conn_remove(c, true);
 	}
+	if (mdev->nr_conns >= READ_ONCE(metaroce_max_conns)) {
+		/* [MR-SEC-4] silently: an answer would serve a flood. */
+		metaroce_count(mdev, METAROCE_CNT_CONN_LIMIT_DROPS);
+		return;
+	}
 	c = metaroce_conn_alloc(mdev, &laddr, &raddr);
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
@@ -1088,8 +1436,40 @@ int metaroce_conn_dev_init(struct metaroce_dev *mdev)
 	xa_init(&mdev->conn_ids);
 	skb_queue_head_init(&mdev->connect_reqs);
 	INIT_WORK(&mdev->accept_work, metaroce_accept_work);
+	INIT_DELAYED_WORK(&mdev->conn_idle_work, metaroce_conn_idle_work);
 	mdev->incarnation = get_random_u64() | 1;
+	spin_lock_init(&mdev->share.lock);
 	return 0;
+}
+
+/*
+ * [MR-CONN-9] Device going away, its netdev still attached: every QP is
+ * destroyed by now.  Tell each established peer with one best-effort CLOSE,
+ * so that its QPs to us fail now and its next QP asks our next incarnation,
+ * instead of joining a connection whose other end is gone.
+ */
+void metaroce_conn_dev_close_all(struct metaroce_dev *mdev)
+{
+	struct metaroce_conn *c;
+	bool close;
+
+	/* The accept work makes connections, which arm the idle work: stop it first. */
+	cancel_work_sync(&mdev->accept_work);
+	skb_queue_purge(&mdev->connect_reqs);
+	cancel_delayed_work_sync(&mdev->conn_idle_work);
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry(c, &mdev->conns, node) {
+		spin_lock_bh(&c->lock);
+		close = !c->dead && c->hs.state == MR_HS_ESTABLISHED;
+		if (close)
+			mr_hs_close(&c->hs, metaroce_now(), MR_CLOSE_NORMAL);
+		spin_unlock_bh(&c->lock);
+		if (close) {
+			metaroce_conn_kick(c);
+			flush_work(&c->tx_work);
+		}
+	}
+	mutex_unlock(&mdev->conn_mutex);
 }
 
 /* Device going away: every QP is destroyed by now; drop what connections remain. */
@@ -1099,6 +1479,7 @@ void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev)
 
 	cancel_work_sync(&mdev->accept_work);
 	skb_queue_purge(&mdev->connect_reqs);
+	cancel_delayed_work_sync(&mdev->conn_idle_work);
 	mutex_lock(&mdev->conn_mutex);
 	list_for_each_entry_safe(c, tmp, &mdev->conns, node)
 		metaroce_conn_remove(c, false);

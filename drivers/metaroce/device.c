@@ -2,6 +2,7 @@
 /* The ib_device: creation over a netdev, attributes, port state, tear-down. */
 
 #include <linux/etherdevice.h>
+#include <linux/random.h>
 #include <linux/uaccess.h>
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
@@ -120,6 +121,9 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->max_pd = METAROCE_MAX_PD;
 	attr->max_ah = METAROCE_MAX_AH;
 	attr->max_pkeys = 1;
+	attr->max_srq = METAROCE_MAX_SRQ;
+	attr->max_srq_wr = METAROCE_MAX_QP_WR;
+	attr->max_srq_sge = METAROCE_MAX_SGE;
 	/*
 	 * Reads and atomics in flight per QP: the engine keeps at most
 	 * MR_STREAM_MAX_MSGS messages open per stream.  Atomics run with
@@ -208,6 +212,7 @@ static void metaroce_dealloc_driver(struct ib_device *ibdev)
 {
 	struct metaroce_dev *mdev = to_mdev(ibdev);
 
+	metaroce_conn_dev_close_all(mdev);
 	rtnl_lock();
 	metaroce_dev_detach(mdev);
 	rtnl_unlock();
@@ -250,6 +255,14 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	mdev->port_state = IB_PORT_DOWN;
 	mdev->active_mtu = IB_MTU_256;
 	xa_init_flags(&mdev->qps, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
+	/*
+	 * QPNs start at a random place: a device made again on the same
+	 * netdev (same GUID) must not hand out the QPNs its predecessor's
+	 * peers may still remember, or ib_cm there rejects the new
+	 * connections as stale.
+	 */
+	mdev->next_qpn = METAROCE_FIRST_QPN +
+			 get_random_u32() % (METAROCE_MAX_QPN - METAROCE_FIRST_QPN);
 	xa_init_flags(&mdev->mrs, XA_FLAGS_ALLOC1);
 	netdev_hold(ndev, &mdev->ndev_tracker, GFP_KERNEL);
 	rcu_assign_pointer(mdev->ndev, ndev);
@@ -257,6 +270,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	ib_set_device_ops(ibdev, &metaroce_verbs_ops);
 	ib_set_device_ops(ibdev, &metaroce_uverbs_ops);
 	ib_set_device_ops(ibdev, &metaroce_stats_ops);
+	metaroce_uverbs_cmds(ibdev);
 
 	metaroce_conn_dev_init(mdev);
 	err = metaroce_stats_init(mdev);

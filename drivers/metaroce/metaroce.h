@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "stats.h"
+#include "core/cc.h"
 #include "core/wire.h"
 
 #define METAROCE_VENDOR_ID		0xffffff	/* no IEEE OUI: software device */
@@ -26,6 +27,7 @@
 #define METAROCE_MAX_PD			0x10000
 #define METAROCE_MAX_MR			0x10000
 #define METAROCE_MAX_AH			0x10000
+#define METAROCE_MAX_SRQ		0x10000
 #define METAROCE_MAX_INLINE		256
 #define METAROCE_MAX_RD_ATOM		MR_STREAM_MAX_MSGS
 #define METAROCE_MAX_FRWR_PAGES		512
@@ -39,6 +41,9 @@
  */
 #define METAROCE_MAX_OVERHEAD		112
 
+/* Room for IP, UDP and link headers in front of ours in every skb we build. */
+#define METAROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + sizeof(struct udphdr))
+
 /* [MR-ENC-6] DSCP of every packet: AF31, as commonly provisioned for RDMA. */
 #define METAROCE_DSCP			26
 
@@ -48,6 +53,17 @@
 
 struct metaroce_net;
 struct metaroce_conn;
+
+/* Senders one device shares its receive capacity among; more get no hint. */
+#define METAROCE_SHARE_MAX		64
+
+/* [MR-CC-9] the receiver's fair-share allocation, recomputed from softirq. */
+struct metaroce_share_state {
+	spinlock_t lock;		/* one computation at a time (trylock) */
+	u64 at_ns;			/* last computation */
+	struct mr_share s[METAROCE_SHARE_MAX];
+	struct metaroce_conn *conns[METAROCE_SHARE_MAX];
+};
 
 struct metaroce_dev {
 	struct ib_device ibdev;
@@ -71,16 +87,20 @@ struct metaroce_dev {
 	u32 next_qpn;
 	struct xarray mrs;		/* key index -> metaroce_mr */
 	u32 next_mr_index;
-	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah;
+	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah, n_srq;
 	struct metaroce_counters __percpu *counters;
 
 	/* Connections, one per peer address ([MR-CONN-1]). */
 	struct mutex conn_mutex;	/* conns list, creation and teardown */
 	struct list_head conns;
+	unsigned int nr_conns;		/* on conns; under conn_mutex */
+	u64 eng_retired[METAROCE_NR_ENG_COUNTERS];	/* of removed connections */
 	struct xarray conn_ids;		/* our src_conn_id -> conn, RCU for receive */
 	u64 incarnation;		/* [MR-CONN-7] */
 	struct sk_buff_head connect_reqs;	/* CONNECT_REQs for the accept work */
+	struct metaroce_share_state share;
 	struct work_struct accept_work;
+	struct delayed_work conn_idle_work;	/* [MR-CONN-9] closes idle connections */
 };
 
 static inline struct metaroce_dev *to_mdev(struct ib_device *ibdev)
@@ -92,9 +112,42 @@ struct metaroce_pd {
 	struct ib_pd ibpd;
 };
 
+struct metaroce_ucontext;
+
 struct metaroce_ah {
 	struct ib_ah ibah;
 	struct rdma_ah_attr attr;
+	struct in6_addr saddr;		/* of the source GID, copied when created */
+	struct metaroce_ucontext *uc;	/* a user AH: its number is in uc->ahs */
+	u32 handle;
+};
+
+/* Where one datagram goes: the addresses of its AH and the WR's QPN and Q_Key. */
+struct metaroce_ud_dest {
+	struct in6_addr saddr, daddr;
+	u32 qpn;
+	u32 qkey;
+};
+
+/* A ring mapped into a process (uring.c): header page, then n entries of esize bytes. */
+struct metaroce_uring {
+	struct rdma_user_mmap_entry *entry;
+	struct metaroce_ring_hdr *hdr;
+	void *entries;
+	u32 n;
+	u32 esize;
+	u32 cons;		/* the kernel's own consumer index (SQ, RQ) */
+};
+
+/* What a user QP has beyond a kernel one: its rings and room to copy WQEs out of them. */
+struct metaroce_uqp {
+	struct metaroce_uring sq, rq;
+	void *scratch;		/* one WQE, copied out of the ring before it is checked */
+	struct ib_sge *sgl;	/* the SGEs of that WQE as metaroce_post_send takes them */
+	void *inline_buf;	/* max_inline bytes per send queue slot */
+	struct metaroce_ucontext *uc;
+	struct mutex ud_lock;	/* a UD QP's send ring is taken by one doorbell at a time */
+	u32 ud_done;		/* a UD QP's send WQEs completed (ud_txq.lock) */
 };
 
 /* A completion queue: a ring of work completions under one lock. */
@@ -107,6 +160,7 @@ struct metaroce_cq {
 	u32 tail;		/* next to fill */
 	u32 notify;		/* IB_CQ_SOLICITED / IB_CQ_NEXT_COMP armed flags */
 	bool overflowed;
+	struct metaroce_uring *uring;	/* a user CQ's ring instead of ring[] */
 };
 
 static inline struct metaroce_cq *to_mcq(struct ib_cq *ibcq)
@@ -143,9 +197,16 @@ struct metaroce_send_wqe {
 	u32 imm_inv;		/* immediate data (host order) or the rkey to invalidate */
 	u32 len;		/* sum of the SGEs */
 	bool local;		/* REG_MR or LOCAL_INV: done when posted, completes in order */
+	bool inline_data;	/* IB_SEND_INLINE: len bytes copied at sge, num_sge 0 */
 	u32 num_sge;
 	struct ib_sge sge[];
 };
+
+/* The bytes of an inline send WQE. */
+static inline u8 *metaroce_wqe_inline(struct metaroce_send_wqe *wqe)
+{
+	return (u8 *)wqe->sge;
+}
 
 /*
  * Send queue: [head, posted) handed to the engine and not yet complete,
@@ -188,11 +249,30 @@ struct metaroce_qp {
 	struct list_head conn_node;	/* conn->qps */
 	int slot;			/* engine stream slot, -1 until opened */
 	u32 rq_base;			/* RQ index of the stream's first receive */
+
+	/* UD and GSI: built datagrams waiting for the transmit work. */
+	struct sk_buff_head ud_txq;
+	struct work_struct ud_work;
+	struct metaroce_uqp *uqp;	/* a user QP's rings */
+	struct metaroce_srq *srq;	/* receives come from it (srq.c) */
 };
 
 static inline struct metaroce_qp *to_mqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct metaroce_qp, ibqp);
+}
+
+struct metaroce_srq {
+	struct ib_srq ibsrq;
+	struct metaroce_rq rq;	/* rq.lock also guards limit */
+	u32 limit;		/* armed limit event; 0: disarmed */
+	struct metaroce_uring *uring;	/* a user SRQ's ring (uring.c) */
+	void *scratch;		/* one WQE, copied out of that ring before it is checked */
+};
+
+static inline struct metaroce_srq *to_msrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct metaroce_srq, ibsrq);
 }
 
 struct metaroce_mr {
@@ -216,19 +296,51 @@ bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool t
 /* Posted REG_MR and LOCAL_INV run at once; see conn.c for their completion order. */
 int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
 
+/* Bytes described by an SGE list. */
+static inline u32 metaroce_sge_len(const struct ib_sge *sge, u32 nsge)
+{
+	u32 i, len = 0;
+
+	for (i = 0; i < nsge; i++)
+		len += sge[i].length;
+	return len;
+}
+
 /* conn.c */
+/* Copy between buf and a QP's SGE list at a byte offset; false if out of range or key. */
+bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
+		       u32 off, void *buf, u32 len, bool to_sge);
 int metaroce_conn_dev_init(struct metaroce_dev *mdev);
+void metaroce_conn_dev_close_all(struct metaroce_dev *mdev);
 void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev);
 int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr);
 void metaroce_qp_detach(struct metaroce_qp *qp);
+void metaroce_qp_set_rnr(struct metaroce_qp *qp);
 int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		       const struct ib_send_wr **bad_wr);
+int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr);
+void metaroce_qp_to_error(struct metaroce_qp *qp);
 void metaroce_qp_flush(struct metaroce_qp *qp);
 void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *pkt, bool ce);
 void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
 
+/* ud.c */
+void metaroce_ud_init(struct metaroce_qp *qp);
+void metaroce_ud_destroy(struct metaroce_qp *qp);
+void metaroce_ud_flush(struct metaroce_qp *qp);
+int metaroce_ud_post_send(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			  const struct ib_send_wr **bad_wr);
+int metaroce_ud_queue(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+		      const struct metaroce_ud_dest *dest);
+void metaroce_ud_post_error(struct metaroce_qp *qp, u64 wr_id, enum ib_wc_status status);
+void metaroce_ud_kick(struct metaroce_qp *qp);
+struct mr_pkt;
+void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct mr_pkt *pkt);
+
 struct metaroce_ucontext {
 	struct ib_ucontext ibuc;
+	struct xarray ahs;	/* AH number -> metaroce_ah, for UD send WQEs */
 };
 
 /* device.c */
@@ -242,11 +354,60 @@ extern const struct ib_device_ops metaroce_verbs_ops;
 int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
 void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited);
 void metaroce_rq_flush(struct metaroce_qp *qp);
+int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap);
+int metaroce_rq_post(struct metaroce_rq *rq, const struct ib_recv_wr *wr);
 int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
 			     const struct ib_send_wr **bad_wr);
 
+/* srq.c */
+int metaroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			struct ib_udata *udata);
+int metaroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int metaroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int metaroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int metaroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad_wr);
+int metaroce_srq_qp_init(struct metaroce_qp *qp, struct ib_srq *ibsrq);
+void metaroce_srq_pull(struct metaroce_qp *qp, u32 idx);
+
 /* uverbs.c */
 extern const struct ib_device_ops metaroce_uverbs_ops;
+void metaroce_uverbs_cmds(struct ib_device *ibdev);
+int metaroce_uah_publish(struct metaroce_ah *ah, struct ib_udata *udata);
+void metaroce_uah_unpublish(struct metaroce_ah *ah);
+enum ib_wc_status metaroce_uah_dest(struct metaroce_qp *qp, u32 handle,
+				    struct metaroce_ud_dest *dest);
+
+/* uring.c */
+int metaroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void metaroce_mmap_free(struct rdma_user_mmap_entry *e);
+int metaroce_ucq_create(struct metaroce_cq *cq, u32 size, struct ib_udata *udata);
+void metaroce_ucq_destroy(struct metaroce_cq *cq);
+u32 metaroce_ucq_used(struct metaroce_cq *cq);
+void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc);
+int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata);
+void metaroce_uqp_destroy(struct metaroce_qp *qp);
+void metaroce_usq_drain(struct metaroce_qp *qp);
+void metaroce_ud_usq_drain(struct metaroce_qp *qp);
+void metaroce_ud_usq_done(struct metaroce_qp *qp);
+void metaroce_urq_pull(struct metaroce_qp *qp);
+int metaroce_usrq_create(struct metaroce_srq *srq, struct ib_udata *udata);
+void metaroce_usrq_destroy(struct metaroce_srq *srq);
+void metaroce_usrq_pull(struct metaroce_srq *srq, struct metaroce_qp *qp);
+void metaroce_usrq_publish_done(struct metaroce_srq *srq);
+
+/*
+ * The transport needs receive WQE number idx of a QP (rq.lock held): take
+ * what was posted since from the SRQ or from the process's ring.
+ */
+static inline void metaroce_rq_refill(struct metaroce_qp *qp, u32 idx)
+{
+	if (qp->srq)
+		metaroce_srq_pull(qp, idx);
+	else
+		metaroce_urq_pull(qp);
+}
 
 /* rx.c */
 int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);

@@ -7,6 +7,7 @@
 #include <net/ipv6.h>
 
 #include "metaroce.h"
+#include "trace.h"
 #include "core/codec.h"
 
 /*
@@ -41,15 +42,21 @@ int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 			   &pkt);
 	if (res != MR_PARSE_OK) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), mr_parse_result_name(res));
 		dev_dbg_ratelimited(&mdev->ibdev.dev, "dropped malformed packet: %s\n",
 				    mr_parse_result_name(res));
 		goto put;
 	}
 
+	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, ntohs(udp_hdr(skb)->source));
 	if (pkt.bth.opcode == MR_OP_CONNECT_REQ) {
 		metaroce_conn_rx_connect_req(mdev, skb);	/* takes the skb */
 		ib_device_put(&mdev->ibdev);
 		return 0;
+	}
+	if (pkt.bth.opcode == MR_OP_UD_SEND) {
+		metaroce_ud_rx(mdev, skb, &pkt);
+		goto put;
 	}
 	metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) ?
 			 INET_ECN_is_ce(ip_hdr(skb)->tos) :

@@ -21,9 +21,30 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_CNT_PLACE_ERRORS].name = "place_errors",
 	[METAROCE_CNT_STREAM_OPEN_ERRORS].name = "stream_open_errors",
 	[METAROCE_CNT_CONN_FAILURES].name = "conn_failures",
+	[METAROCE_CNT_RX_DROP_UNKNOWN_QP].name = "rx_drop_unknown_qp",
+	[METAROCE_CNT_RX_DROP_QKEY].name = "rx_drop_qkey",
+	[METAROCE_CNT_RX_DROP_NO_RECV].name = "rx_drop_no_recv",
+	[METAROCE_CNT_UD_SEND_ERRORS].name = "ud_send_errors",
+	[METAROCE_CNT_READ_RESP_ABORTS].name = "read_resp_aborts",
+	[METAROCE_CNT_USER_WQE_ERRORS].name = "user_wqe_errors",
+	[METAROCE_CNT_USER_AH_ERRORS].name = "user_ah_errors",
+	[METAROCE_CNT_TIMER_PAST].name = "timer_past_deadlines",
+	[METAROCE_CNT_CONN_LIMIT_DROPS].name = "conn_limit_drops",
+	[METAROCE_ENG_RETRANSMITS].name = "retransmits",
+	[METAROCE_ENG_RTOS].name = "rtos",
+	[METAROCE_ENG_SPURIOUS_RTOS].name = "spurious_rtos",
+	[METAROCE_ENG_SACK_LOSSES].name = "sack_losses",
+	[METAROCE_ENG_TAIL_PROBES].name = "tail_probes",
+	[METAROCE_ENG_MSG_PROBES].name = "msg_probes",
+	[METAROCE_ENG_PATH_FAILURES].name = "path_failures",
+	[METAROCE_ENG_RX_DUPLICATES].name = "rx_duplicates",
+	[METAROCE_ENG_RX_DROPPED].name = "rx_engine_drops",
+	[METAROCE_ENG_NAKS_SENT].name = "naks_sent",
+	[METAROCE_ENG_NAKS_RECEIVED].name = "naks_received",
+	[METAROCE_ENG_ECN_ECHOES].name = "ecn_echoes",
 };
 
-static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_COUNTERS);
+static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_STATS);
 
 void metaroce_count_add(struct metaroce_dev *mdev, enum metaroce_counter c, u64 n)
 {
@@ -44,7 +65,7 @@ void metaroce_stats_free(struct metaroce_dev *mdev)
 
 static struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
 {
-	return rdma_alloc_hw_stats_struct(metaroce_counter_descs, METAROCE_NR_COUNTERS,
+	return rdma_alloc_hw_stats_struct(metaroce_counter_descs, METAROCE_NR_STATS,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -61,7 +82,8 @@ static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *
 			sum += READ_ONCE(per_cpu_ptr(mdev->counters, cpu)->c[i]);
 		stats->value[i] = sum;
 	}
-	return METAROCE_NR_COUNTERS;
+	metaroce_conn_eng_stats(mdev, &stats->value[METAROCE_NR_COUNTERS]);
+	return METAROCE_NR_STATS;
 }
 
 const struct ib_device_ops metaroce_stats_ops = {

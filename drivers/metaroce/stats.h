@@ -19,8 +19,34 @@ enum metaroce_counter {
 	METAROCE_CNT_PLACE_ERRORS,		/* local SGE unusable for placement */
 	METAROCE_CNT_STREAM_OPEN_ERRORS,
 	METAROCE_CNT_CONN_FAILURES,
-	METAROCE_NR_COUNTERS
+	METAROCE_CNT_RX_DROP_UNKNOWN_QP,	/* UD_SEND to no UD QP ready to receive */
+	METAROCE_CNT_RX_DROP_QKEY,		/* UD_SEND with a qkey not the QP's */
+	METAROCE_CNT_RX_DROP_NO_RECV,		/* UD_SEND and no receive WQE posted */
+	METAROCE_CNT_UD_SEND_ERRORS,		/* UD WR completed with an error */
+	METAROCE_CNT_READ_RESP_ABORTS,		/* Read source gone while responding */
+	METAROCE_CNT_USER_WQE_ERRORS,		/* bad WQEs or indices in a user ring */
+	METAROCE_CNT_USER_AH_ERRORS,		/* UD WQEs naming no AH of the QP's PD */
+	METAROCE_CNT_TIMER_PAST,		/* a deadline the engine could not act on */
+	METAROCE_CNT_CONN_LIMIT_DROPS,		/* [MR-SEC-4] CONNECT_REQ over max_conns */
+	METAROCE_NR_COUNTERS,
+
+	/* The engines' own event counters, summed over the device's connections. */
+	METAROCE_ENG_RETRANSMITS = METAROCE_NR_COUNTERS,
+	METAROCE_ENG_RTOS,
+	METAROCE_ENG_SPURIOUS_RTOS,
+	METAROCE_ENG_SACK_LOSSES,
+	METAROCE_ENG_TAIL_PROBES,
+	METAROCE_ENG_MSG_PROBES,
+	METAROCE_ENG_PATH_FAILURES,
+	METAROCE_ENG_RX_DUPLICATES,
+	METAROCE_ENG_RX_DROPPED,
+	METAROCE_ENG_NAKS_SENT,
+	METAROCE_ENG_NAKS_RECEIVED,
+	METAROCE_ENG_ECN_ECHOES,
+	METAROCE_NR_STATS
 };
+
+#define METAROCE_NR_ENG_COUNTERS	(METAROCE_NR_STATS - METAROCE_NR_COUNTERS)
 
 struct metaroce_dev;
 
@@ -30,6 +56,9 @@ static inline void metaroce_count(struct metaroce_dev *mdev, enum metaroce_count
 {
 	metaroce_count_add(mdev, c, 1);
 }
+
+/* conn.c: the engine counters, live connections plus those already gone. */
+void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v);
 
 int metaroce_stats_init(struct metaroce_dev *mdev);
 void metaroce_stats_free(struct metaroce_dev *mdev);

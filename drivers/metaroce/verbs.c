@@ -39,15 +39,24 @@ static int metaroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init
 {
 	struct metaroce_ah *ah = container_of(ibah, struct metaroce_ah, ibah);
 	struct rdma_ah_attr *attr = init_attr->ah_attr;
+	struct metaroce_dev *mdev = to_mdev(ibah->device);
+	int err;
 
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE || !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
 		return -EINVAL;
-	if (rdma_ah_get_port_num(attr) != 1)
+	if (rdma_ah_get_port_num(attr) != 1 || !attr->grh.sgid_attr)
 		return -EINVAL;
 	ah->attr = *attr;
-	/* The GID attribute is owned by the core's copy; we keep the address only. */
+	/* The GID attribute is owned by the core's copy; we keep the addresses only. */
+	memcpy(&ah->saddr, attr->grh.sgid_attr->gid.raw, sizeof(ah->saddr));
 	ah->attr.grh.sgid_attr = NULL;
-	return metaroce_count_get(&to_mdev(ibah->device)->n_ah, METAROCE_MAX_AH);
+	err = metaroce_count_get(&mdev->n_ah, METAROCE_MAX_AH);
+	if (err || !udata)
+		return err;
+	err = metaroce_uah_publish(ah, udata);
+	if (err)
+		atomic_dec(&mdev->n_ah);
+	return err;
 }
 
 static int metaroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
@@ -60,6 +69,7 @@ static int metaroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
 
 static int metaroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
+	metaroce_uah_unpublish(container_of(ibah, struct metaroce_ah, ibah));
 	atomic_dec(&to_mdev(ibah->device)->n_ah);
 	return 0;
 }
@@ -77,18 +87,19 @@ static int metaroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > METAROCE_MAX_CQE)
 		return -EINVAL;
-	if (ibcq->uobject)	/* user CQs arrive with the provider's mmapped rings */
-		return -EOPNOTSUPP;
 
 	err = metaroce_count_get(&mdev->n_cq, METAROCE_MAX_CQ);
 	if (err)
 		return err;
 
 	cq->size = roundup_pow_of_two(attr->cqe + 1);
-	cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
-	if (!cq->ring) {
+	if (metaroce_cq_udata(arg))	/* a user CQ: the ring is mmapped */
+		err = metaroce_ucq_create(cq, cq->size, metaroce_cq_udata(arg));
+	else
+		cq->ring = kvcalloc(cq->size, sizeof(*cq->ring), GFP_KERNEL);
+	if (err || (!cq->uring && !cq->ring)) {
 		atomic_dec(&mdev->n_cq);
-		return -ENOMEM;
+		return err ?: -ENOMEM;
 	}
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = cq->size - 1;
@@ -99,6 +110,7 @@ static int metaroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct metaroce_cq *cq = to_mcq(ibcq);
 
+	metaroce_ucq_destroy(cq);
 	kvfree(cq->ring);
 	atomic_dec(&to_mdev(ibcq->device)->n_cq);
 	return 0;
@@ -112,11 +124,14 @@ void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solic
 	bool call = false, overflow = false;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->tail - cq->head >= cq->size - 1) {
+	if ((cq->uring ? metaroce_ucq_used(cq) : cq->tail - cq->head) >= cq->size - 1) {
 		overflow = !cq->overflowed;
 		cq->overflowed = true;
 	} else {
-		cq->ring[cq->tail & (cq->size - 1)] = *wc;
+		if (cq->uring)
+			metaroce_ucq_write(cq, wc);
+		else
+			cq->ring[cq->tail & (cq->size - 1)] = *wc;
 		cq->tail++;
 		if (cq->notify & IB_CQ_NEXT_COMP ||
 		    (cq->notify & IB_CQ_SOLICITED && (solicited || wc->status))) {
@@ -139,12 +154,52 @@ void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solic
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 }
 
+/* Resize a kernel CQ: a new ring, the waiting completions moved over in order. */
+static int metaroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	struct ib_wc *ring, *old;
+	unsigned long flags;
+	u32 size, n, i;
+
+	if (udata)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > METAROCE_MAX_CQE)
+		return -EINVAL;
+	size = roundup_pow_of_two(cqe + 1);
+	ring = kvcalloc(size, sizeof(*ring), GFP_KERNEL);
+	if (!ring)
+		return -ENOMEM;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	n = cq->tail - cq->head;
+	if (n >= size) {
+		/* Completions would be lost: the caller must poll first. */
+		spin_unlock_irqrestore(&cq->lock, flags);
+		kvfree(ring);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	old = cq->ring;
+	cq->ring = ring;
+	cq->size = size;
+	cq->head = 0;
+	cq->tail = n;
+	ibcq->cqe = size - 1;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	kvfree(old);
+	return 0;
+}
+
 static int metaroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct metaroce_cq *cq = to_mcq(ibcq);
 	unsigned long flags;
 	int n = 0;
 
+	if (cq->uring)		/* the process polls its ring itself */
+		return 0;
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num_entries && cq->head != cq->tail) {
 		wc[n++] = cq->ring[cq->head & (cq->size - 1)];
@@ -164,7 +219,8 @@ static int metaroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags fl
 	/* NEXT_COMP includes SOLICITED; keep the wider request. */
 	if (cq->notify != IB_CQ_NEXT_COMP)
 		cq->notify = flags & IB_CQ_SOLICITED_MASK;
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS && cq->head != cq->tail)
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS &&
+	    (cq->uring ? metaroce_ucq_used(cq) : cq->tail - cq->head))
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
@@ -172,7 +228,7 @@ static int metaroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags fl
 
 /* ---- queue pairs ---- */
 
-static int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap)
+int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap)
 {
 	spin_lock_init(&rq->lock);
 	rq->max_wr = cap->max_recv_wr;
@@ -191,8 +247,10 @@ static int metaroce_sq_init(struct metaroce_sq *sq, const struct ib_qp_cap *cap)
 {
 	sq->max_wr = cap->max_send_wr;
 	sq->max_sge = cap->max_send_sge;
+	/* Inline data is kept where the SGEs would be. */
 	sq->wqe_size = size_add(sizeof(struct metaroce_send_wqe),
-				array_size(sq->max_sge, sizeof(struct ib_sge)));
+				max_t(size_t, array_size(sq->max_sge, sizeof(struct ib_sge)),
+				      cap->max_inline_data));
 	if (!sq->max_wr)
 		return 0;
 	sq->slots = roundup_pow_of_two(sq->max_wr);
@@ -221,6 +279,7 @@ void metaroce_rq_flush(struct metaroce_qp *qp)
 	u64 wr_id;
 
 	spin_lock_bh(&rq->lock);
+	metaroce_urq_pull(qp);
 	while (rq->head != rq->tail) {
 		wqe = metaroce_rq_wqe(rq, rq->head++);
 		wr_id = wqe->wr_id;
@@ -240,8 +299,6 @@ static int metaroce_check_qp_init_attr(struct ib_qp_init_attr *init)
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
 	    init->qp_type != IB_QPT_GSI)
 		return -EOPNOTSUPP;
-	if (init->srq)		/* SRQs arrive with the transport */
-		return -EOPNOTSUPP;
 	if (cap->max_send_wr > METAROCE_MAX_QP_WR || cap->max_recv_wr > METAROCE_MAX_QP_WR ||
 	    cap->max_send_sge > METAROCE_MAX_SGE || cap->max_recv_sge > METAROCE_MAX_SGE ||
 	    cap->max_inline_data > METAROCE_MAX_INLINE)
@@ -257,11 +314,11 @@ static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int err;
 
-	if (udata)		/* user QPs arrive with the provider's mmapped rings */
-		return -EOPNOTSUPP;
 	err = metaroce_check_qp_init_attr(init);
 	if (err)
 		return err;
+	if (udata && init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD)
+		return -EOPNOTSUPP;
 	err = metaroce_count_get(&mdev->n_qp, METAROCE_MAX_QP);
 	if (err)
 		return err;
@@ -272,13 +329,22 @@ static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->max_send_sge = init->cap.max_send_sge;
 	qp->max_inline = init->cap.max_inline_data;
 	qp->sq_sig_type = init->sq_sig_type;
-	err = metaroce_rq_init(&qp->rq, &init->cap);
+	if (init->srq)
+		err = metaroce_srq_qp_init(qp, init->srq);
+	else
+		err = metaroce_rq_init(&qp->rq, &init->cap);
 	if (err)
 		goto err_count;
 	err = metaroce_sq_init(&qp->sq, &init->cap);
 	if (err)
 		goto err_rq;
 	qp->slot = -1;
+	metaroce_ud_init(qp);
+	if (udata) {
+		err = metaroce_uqp_create(qp, udata);
+		if (err)
+			goto err_rq;
+	}
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qpn = 1;
@@ -296,6 +362,7 @@ static int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_rq:
+	metaroce_uqp_destroy(qp);
 	kvfree(qp->sq.wqes);
 	kvfree(qp->rq.wqes);
 err_count:
@@ -344,7 +411,7 @@ static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 		qp->attr.ah_attr.grh.sgid_attr = NULL;
 	}
 	if (mask & IB_QP_QKEY)
-		qp->attr.qkey = attr->qkey;
+		WRITE_ONCE(qp->attr.qkey, attr->qkey);
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IB_QP_PATH_MTU)
@@ -374,6 +441,8 @@ static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 		if (err)
 			goto out;
 	}
+	if (mask & (IB_QP_RNR_RETRY | IB_QP_MIN_RNR_TIMER))
+		metaroce_qp_set_rnr(qp);
 	qp->state = next;
 	if (next == IB_QPS_ERR) {
 		metaroce_qp_flush(qp);
@@ -400,14 +469,15 @@ static int metaroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int ma
 	attr->port_num = 1;
 	attr->cap.max_send_wr = qp->max_send_wr;
 	attr->cap.max_send_sge = qp->max_send_sge;
-	attr->cap.max_recv_wr = qp->rq.max_wr;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 
 	memset(init, 0, sizeof(*init));
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sq_sig_type;
 	return 0;
@@ -419,11 +489,33 @@ static int metaroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct metaroce_qp *qp = to_mqp(ibqp);
 
 	xa_erase_bh(&mdev->qps, ibqp->qp_num);
+	if (ibqp->qp_type == IB_QPT_UD || ibqp->qp_type == IB_QPT_GSI)
+		metaroce_ud_destroy(qp);
 	metaroce_qp_detach(qp);
+	metaroce_uqp_destroy(qp);
 	kvfree(qp->sq.wqes);
 	kvfree(qp->rq.wqes);
 	mutex_destroy(&qp->state_lock);
 	atomic_dec(&mdev->n_qp);
+	return 0;
+}
+
+/* One receive WQE onto a QP's or an SRQ's ring; -ENOMEM when it is full. */
+int metaroce_rq_post(struct metaroce_rq *rq, const struct ib_recv_wr *wr)
+{
+	struct metaroce_recv_wqe *wqe;
+
+	spin_lock_bh(&rq->lock);
+	if (rq->tail - rq->head >= rq->max_wr) {
+		spin_unlock_bh(&rq->lock);
+		return -ENOMEM;
+	}
+	wqe = metaroce_rq_wqe(rq, rq->tail);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	memcpy(wqe->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+	rq->tail++;
+	spin_unlock_bh(&rq->lock);
 	return 0;
 }
 
@@ -432,10 +524,28 @@ static int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct metaroce_qp *qp = to_mqp(ibqp);
 	struct metaroce_rq *rq = &qp->rq;
-	struct metaroce_recv_wqe *wqe;
 	enum ib_qp_state state;
 	int err = 0;
 
+	if (qp->srq) {		/* its receives are posted to the SRQ */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (qp->uqp) {
+		/* Only a doorbell: the receives are on the process's ring. */
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+			metaroce_rq_flush(qp);
+		} else {
+			spin_lock_bh(&rq->lock);
+			metaroce_urq_pull(qp);
+			spin_unlock_bh(&rq->lock);
+		}
+		return 0;
+	}
 	for (; wr; wr = wr->next) {
 		state = READ_ONCE(qp->state);
 		if (state == IB_QPS_RESET || wr->num_sge > rq->max_sge) {
@@ -446,18 +556,9 @@ static int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			metaroce_flush_one(qp, ibqp->recv_cq, wr->wr_id, IB_WC_RECV);
 			continue;
 		}
-		spin_lock_bh(&rq->lock);
-		if (rq->tail - rq->head >= rq->max_wr) {
-			spin_unlock_bh(&rq->lock);
-			err = -ENOMEM;
+		err = metaroce_rq_post(rq, wr);
+		if (err)
 			break;
-		}
-		wqe = metaroce_rq_wqe(rq, rq->tail);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		memcpy(wqe->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
-		rq->tail++;
-		spin_unlock_bh(&rq->lock);
 	}
 	if (err)
 		*bad_wr = wr;
@@ -570,14 +671,20 @@ static int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, metaroce_set_page);
 }
 
-/* Where va lies in a fast-registered MR: page index and offset in it; false if outside. */
-static bool metaroce_frwr_locate(struct metaroce_mr *mr, u64 va, u32 len, u32 *page, u32 *off)
+/*
+ * Where va lies in a fast-registered or user MR: page index and offset in it;
+ * false if outside.  A user MR's first page starts at the page of the user
+ * address it was registered at, whatever iova the user chose.
+ */
+static bool metaroce_mr_locate(struct metaroce_mr *mr, u64 va, u32 len, u32 *page, u32 *off)
 {
 	u64 psize = mr->ibmr.page_size, first = mr->ibmr.iova & ~(psize - 1), pos;
 
-	if (!mr->valid || va < mr->ibmr.iova || len > mr->ibmr.length ||
+	if ((mr->frwr && !mr->valid) || va < mr->ibmr.iova || len > mr->ibmr.length ||
 	    va - mr->ibmr.iova > mr->ibmr.length - len)
 		return false;
+	if (mr->umem)
+		first = mr->ibmr.iova - ib_umem_offset(mr->umem);
 	pos = va - first;
 	*page = div64_u64(pos, psize);
 	*off = pos - (u64)*page * psize;
@@ -587,12 +694,15 @@ static bool metaroce_frwr_locate(struct metaroce_mr *mr, u64 va, u32 len, u32 *p
 void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len)
 {
 	u32 page, off;
+	void *p;
 
-	if (!mr->frwr)
+	if (!mr->frwr && !mr->umem)
 		return (void *)(uintptr_t)va;
-	if (!metaroce_frwr_locate(mr, va, len, &page, &off) || off + len > mr->ibmr.page_size)
+	if (!metaroce_mr_locate(mr, va, len, &page, &off) || off + len > mr->ibmr.page_size)
 		return NULL;
-	return (void *)(uintptr_t)(mr->pages[page] + off);
+	p = (void *)(uintptr_t)(mr->pages[page] + off);
+	/* An atomic's target must be aligned where the CPU sees it, too. */
+	return IS_ALIGNED((uintptr_t)p, len == 8 ? 8 : 1) ? p : NULL;
 }
 
 bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
@@ -600,7 +710,7 @@ bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool t
 	u32 page, off, n;
 	void *p;
 
-	if (!mr->frwr) {
+	if (!mr->frwr && !mr->umem) {
 		p = (void *)(uintptr_t)va;
 		if (to_mr)
 			memcpy(p, buf, len);
@@ -608,7 +718,7 @@ bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool t
 			memcpy(buf, p, len);
 		return true;
 	}
-	if (!metaroce_frwr_locate(mr, va, len, &page, &off))
+	if (!metaroce_mr_locate(mr, va, len, &page, &off))
 		return false;
 	while (len) {
 		if (page >= mr->npages)
@@ -659,6 +769,8 @@ const struct ib_device_ops metaroce_verbs_ops = {
 	.create_ah = metaroce_create_ah,
 	.create_cq = metaroce_create_cq,
 	.create_qp = metaroce_create_qp,
+	.create_srq = metaroce_create_srq,
+	.create_user_ah = metaroce_create_ah,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.alloc_mr = metaroce_alloc_mr,
 	.dereg_mr = metaroce_dereg_mr,
@@ -666,17 +778,23 @@ const struct ib_device_ops metaroce_verbs_ops = {
 	.destroy_ah = metaroce_destroy_ah,
 	.destroy_cq = metaroce_destroy_cq,
 	.destroy_qp = metaroce_destroy_qp,
+	.destroy_srq = metaroce_destroy_srq,
 	.get_dma_mr = metaroce_get_dma_mr,
 	.modify_qp = metaroce_modify_qp,
+	.modify_srq = metaroce_modify_srq,
+	.resize_cq = metaroce_resize_cq,
 	.poll_cq = metaroce_poll_cq,
 	.post_recv = metaroce_post_recv,
 	.post_send = metaroce_post_send,
+	.post_srq_recv = metaroce_post_srq_recv,
 	.query_ah = metaroce_query_ah,
 	.query_qp = metaroce_query_qp,
+	.query_srq = metaroce_query_srq,
 	.req_notify_cq = metaroce_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, metaroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, metaroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, metaroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, metaroce_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, metaroce_srq, ibsrq),
 };

@@ -17,6 +17,7 @@ void mr_cc_init(struct mr_cc_path *cc, u32 cwnd_pkts, u32 next_psn)
 	cc->cwnd_q10 = mr_cc_clamp(cwnd_pkts * MR_Q10);
 	cc->alpha_q10 = MR_Q10;
 	cc->round_end_psn = next_psn;
+	cc->round_min_excess_ns = MR_CC_NO_SAMPLE;
 }
 
 u32 mr_cc_window(const struct mr_cc_path *cc)
@@ -27,8 +28,19 @@ u32 mr_cc_window(const struct mr_cc_path *cc)
 /* [MR-CC-3] end of round: fold the marked fraction into alpha and cut once. */
 static void mr_cc_end_round(struct mr_cc_path *cc, u32 next_psn)
 {
-	u32 frac = cc->round_pkts ?
-		   mr_min_u32(cc->round_ce, cc->round_pkts) * MR_Q10 / cc->round_pkts : 0;
+	u32 frac;
+
+	/*
+	 * Even the round's smallest RTT sample was above the bar: a queue
+	 * persisted for the whole round, as if every packet were marked.
+	 * (Single samples on busy hosts jitter by more than the target.)
+	 */
+	if (cc->round_min_excess_ns != MR_CC_NO_SAMPLE && cc->round_min_excess_ns) {
+		cc->round_pkts = mr_max_u32(cc->round_pkts, 1);
+		cc->round_ce = cc->round_pkts;
+	}
+	frac = cc->round_pkts ?
+	       mr_min_u32(cc->round_ce, cc->round_pkts) * MR_Q10 / cc->round_pkts : 0;
 
 	cc->alpha_q10 = cc->alpha_q10 - (cc->alpha_q10 >> MR_ECN_G_SHIFT) +
 			(frac >> MR_ECN_G_SHIFT);
@@ -39,19 +51,21 @@ static void mr_cc_end_round(struct mr_cc_path *cc, u32 next_psn)
 	}
 	cc->round_ce = 0;
 	cc->round_pkts = 0;
+	cc->round_min_excess_ns = MR_CC_NO_SAMPLE;
 	cc->round_loss = false;
 	cc->round_end_psn = next_psn;
 }
 
-void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, bool rtt_inflated,
+void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, u64 excess_ns,
 		  u32 una, u32 next_psn)
 {
 	u32 i;
 
-	cc->round_ce += ce + (rtt_inflated ? 1 : 0);
+	cc->round_ce += ce;
 	cc->round_pkts += mr_max_u32(pkts, ce);
+	cc->round_min_excess_ns = mr_min_u64(cc->round_min_excess_ns, excess_ns);
 	/* [MR-CC-2] additive increase, only for ACKs that report no congestion */
-	if (!ce && !rtt_inflated) {
+	if (!ce) {
 		for (i = 0; i < delivered; i++)
 			cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 + MR_Q10 * MR_Q10 / cc->cwnd_q10);
 	}
@@ -95,7 +109,7 @@ u32 mr_rate_hint_decode(u16 hint)
 void mr_fairshare_compute(struct mr_share *s, u32 n, u32 link_mbps, u32 interval_ns)
 {
 	u32 alloc = link_mbps - (link_mbps >> MR_SHARE_HEADROOM_SHIFT);
-	u32 active = 0, left, unfixed, level, i;
+	u32 active = 0, left, unfixed, level, extra, i;
 	bool changed;
 
 	for (i = 0; i < n; i++) {
@@ -128,11 +142,20 @@ void mr_fairshare_compute(struct mr_share *s, u32 n, u32 link_mbps, u32 interval
 		}
 	} while (changed && unfixed);
 	level = unfixed ? left / unfixed : 0;
+	/*
+	 * Every demand is met and capacity is left: it goes to the active
+	 * connections equally. A demand is measured under the previous hint
+	 * and over an interval far shorter than an RTT, so without this a lone
+	 * connection that was briefly slow would be held at its own past rate.
+	 */
+	extra = !unfixed && active ? left / active : 0;
 	for (i = 0; i < n; i++) {
 		if (!s[i].active)
 			s[i].share_mbps = alloc / (active + 1);
 		else if (!s[i].fixed)
 			s[i].share_mbps = level;
+		else
+			s[i].share_mbps += extra;
 		s[i].bytes = 0;
 	}
 }

@@ -24,17 +24,22 @@ struct mr_cc_path {
 	u32 round_end_psn;	/* the round ends when this PSN is no longer outstanding */
 	u32 round_ce;
 	u32 round_pkts;
+	u64 round_min_excess_ns;	/* the round's smallest RTT excess, [MR-CC-3] */
 	bool round_loss;	/* a loss decrease was applied in this round */
 };
+
+/* mr_cc_on_ack() without an RTT sample. */
+#define MR_CC_NO_SAMPLE		(~0ULL)
 
 void mr_cc_init(struct mr_cc_path *cc, u32 cwnd_pkts, u32 next_psn);
 /* Whole packets the window allows in flight. */
 u32 mr_cc_window(const struct mr_cc_path *cc);
 /*
- * An ACK delivered `delivered` PSNs and echoed ce/pkts; `rtt_inflated` reports an RTT
- * sample above min_rtt + MR_RTT_TARGET_NS; una and next_psn delimit the path's rounds.
+ * An ACK delivered `delivered` PSNs and echoed ce/pkts; excess_ns is how far its RTT
+ * sample is above min_rtt + max(MR_RTT_TARGET, 4 RTTVAR), or MR_CC_NO_SAMPLE; una
+ * and next_psn delimit the path's rounds.
  */
-void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, bool rtt_inflated,
+void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, u64 excess_ns,
 		  u32 una, u32 next_psn);
 void mr_cc_on_loss(struct mr_cc_path *cc);
 void mr_cc_on_rto(struct mr_cc_path *cc);

@@ -95,12 +95,19 @@ struct mr_conn {
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	struct mr_tx_stream tx[MR_CONN_STREAMS];
 	struct mr_rx_stream rx[MR_CONN_STREAMS];
-	u32 retransmits;
+	/* Event counters, for the caller's statistics; they only grow (and wrap). */
+	u32 retransmits;	/* packets sent again, for any reason */
 	u32 msg_probes;
 	u32 tail_probes;
 	u32 naks_sent;
 	u32 rx_dropped;
 	u32 rx_duplicates;
+	u32 sack_losses;	/* packets a SACK showed lost, [MR-REL-1] */
+	u32 rtos;		/* path retransmission timeouts, [MR-REL-5] */
+	u32 spurious_rtos;	/* RTOs whose "lost" packets all arrived: window restored */
+	u32 path_failures;	/* paths failed and re-rolled, [MR-PATH-6] */
+	u32 ecn_echoes;		/* CE marks the peer's ACKs reported */
+	u32 naks_received;
 };
 
 /* A packet to send: header fields in pkt; the caller attaches the payload. */
@@ -196,6 +203,13 @@ void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us);
 /* [MR-CONN-10] [MR-VERBS-8] fail every stream: oldest WQE with status, the rest flushed. */
 void mr_conn_fail(struct mr_conn *c, u8 status);
 u8 mr_nak_status(u8 code);
+
+/*
+ * The caller could not read the source of a Read response (the responder's MR went away
+ * after the Read was checked): stop sending it and NAK the Read with code, [MR-SEC-1]. A
+ * requester that already has every byte has completed the Read and ignores the NAK.
+ */
+void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code);
 
 /* Sender, sender.c. */
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out);

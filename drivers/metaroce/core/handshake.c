@@ -224,10 +224,13 @@ static void mr_hs_fill_connh(const struct mr_hs *hs, struct mr_connh *ch)
 	}
 }
 
-bool mr_hs_next_packet(struct mr_hs *hs, struct mr_pkt *out)
+bool mr_hs_next_packet(struct mr_hs *hs, u64 now, struct mr_pkt *out)
 {
 	if (!hs->pending)
 		return false;
+	/* [MR-CONN-5] the retransmission timer runs from when the packet leaves. */
+	if (hs->pending == MR_OP_CONNECT_REQ || hs->pending == MR_OP_CLOSE)
+		hs->deadline_ns = now + hs->rto_ns;
 	memset(out, 0, sizeof(*out));
 	out->bth.version = MR_VERSION;
 	out->bth.opcode = hs->pending;

@@ -8,6 +8,7 @@
 #define MR_CONNECT_RTO_NS	1000000ULL
 #define MR_CONNECT_RETRIES	8
 #define MR_CONN_IDLE_NS		10000000000ULL
+#define MR_CONN_WAIT_NS		500000000ULL	/* [MR-CONN-12] the waiting side asks */
 
 enum mr_close_reason {
 	MR_CLOSE_NORMAL		= 0,
@@ -91,7 +92,7 @@ void mr_hs_on_duplicate_req(struct mr_hs *hs);
 enum mr_hs_event mr_hs_on_packet(struct mr_hs *hs, u64 now, const struct mr_pkt *pkt);
 enum mr_hs_event mr_hs_on_timer(struct mr_hs *hs, u64 now);
 int mr_hs_close(struct mr_hs *hs, u64 now, u8 reason);
-bool mr_hs_next_packet(struct mr_hs *hs, struct mr_pkt *out);
+bool mr_hs_next_packet(struct mr_hs *hs, u64 now, struct mr_pkt *out);
 u64 mr_hs_next_deadline(const struct mr_hs *hs);
 /* The agreed ids, PSNs, PMTU and paths, over the defaults already in cfg. */
 void mr_hs_conn_cfg(const struct mr_hs *hs, struct mr_conn_cfg *cfg);

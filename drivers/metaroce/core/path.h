@@ -7,8 +7,10 @@
 
 #define MR_INITIAL_RTO_NS	1000000ULL
 #define MR_MIN_RTO_NS		100000ULL
-#define MR_MAX_RTO_NS		32000000ULL
+#define MR_MAX_RTO_NS		1000000000ULL
 #define MR_PATH_FAIL_RTOS	3
+/* An echoed timestamp older than this is taken for a wrapped or stale one. */
+#define MR_TS_SAMPLE_MAX_US	1000000u
 
 enum mr_path_state {
 	MR_PATH_PROBE,
@@ -52,6 +54,12 @@ struct mr_path_tx {
 	struct mr_rtt rtt;
 	struct mr_cc_path cc;
 	struct mr_tx_rec rec[MR_SACK_BITS];	/* indexed by psn % 256 */
+	/*
+	 * [MR-REL-5] RTOs that an ACK may yet show spurious: the PSNs they
+	 * declared lost, and the window before the first; 0: none pending.
+	 */
+	u32 undo_from, undo_to;
+	u32 undo_cwnd_q10;
 	u32 failures;
 	u32 rerolls;
 	u32 lost;

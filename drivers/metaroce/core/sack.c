@@ -129,7 +129,12 @@ enum mr_sack_verdict mr_sack_rx_record(struct mr_sack_rx *s, u32 psn)
 	case MR_SACK_OUT_OF_ORDER:
 		if (psn - s->cum_psn > MR_SACK_BITS)
 			mr_sack_rx_slide(s, psn);
+#ifdef METAROCE_MUTATION_SACK_OFF_BY_ONE
+		/* Test-only mutation (make conformance-mutations): bit i reports cum_psn + i. */
+		mr_bits_set(s->bits, psn - s->cum_psn);
+#else
 		mr_bits_set(s->bits, psn - s->cum_psn - 1);
+#endif
 		break;
 	default:
 		break;

@@ -55,7 +55,7 @@ static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
 	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
 
 	if (!tp->outstanding || tp->tlp_done || tp->state != MR_PATH_ACTIVE ||
-	    pto >= mr_path_rto_ns(tp, &c->cfg.rto))
+	    tp->next_psn - tp->una >= MR_SACK_BITS || pto >= mr_path_rto_ns(tp, &c->cfg.rto))
 		return MR_NO_DEADLINE;
 	return mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + pto;
 }
@@ -158,14 +158,14 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 static int mr_pick_path(struct mr_conn *c, bool retx)
 {
 	int best = -1, alt = -1;
-	u32 best_free = 0, k;
+	u32 best_free = 0, best_limit = 1, k;
 	u64 best_srtt = 0;
 
 	for (k = 0; k < c->cfg.n_paths; k++) {
 		u32 p = (c->rr_path + k) % c->cfg.n_paths;
 		const struct mr_path_tx *tp = &c->tx_path[p];
-		u32 free = mr_path_free_window(tp);
-		u64 srtt = tp->rtt.srtt_ns;
+		u32 free = mr_path_free_window(tp), limit = free + tp->outstanding;
+		u64 srtt = tp->rtt.srtt_ns, l, r;
 
 		if (!free)
 			continue;
@@ -173,9 +173,13 @@ static int mr_pick_path(struct mr_conn *c, bool retx)
 			alt = (int)p;
 			continue;
 		}
-		if (best < 0 || free > best_free || (free == best_free && srtt < best_srtt)) {
+		/* [MR-CC-8] the largest free share of its window (free / limit), then SRTT. */
+		l = (u64)free * best_limit;
+		r = (u64)best_free * limit;
+		if (best < 0 || l > r || (l == r && srtt < best_srtt)) {
 			best = (int)p;
 			best_free = free;
+			best_limit = limit;
 			best_srtt = srtt;
 		}
 	}
@@ -318,7 +322,7 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		struct mr_tx_msg *m;
 		struct mr_pick pick;
 
-		if (now < mr_tlp_at(c, tp) || tp->next_psn - tp->una >= MR_SACK_BITS)
+		if (now < mr_tlp_at(c, tp))
 			continue;
 		tp->tlp_done = true;
 		for (psn = tp->next_psn; psn != tp->una; psn--) {
@@ -375,6 +379,12 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 
 	if (c->failed || (c->next_send_ns && now < c->next_send_ns))
 		return false;
+	/*
+	 * The pacing gap has passed: forget it, so that an engine with nothing
+	 * to send names no deadline in the past (its timer would fire at once,
+	 * forever). mr_pace() counts from now when it is 0, as for a past time.
+	 */
+	c->next_send_ns = 0;
 	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
 		return true;
 	if (mr_conn_outstanding(c) >= mr_conn_window(c))
@@ -443,14 +453,57 @@ static void mr_apply_msgacks(struct mr_conn *c, const struct mr_ackh *ack)
 	}
 }
 
+/*
+ * [MR-CC-3] how far an RTT sample is above min_rtt + max(MR_RTT_TARGET, 4 RTTVAR):
+ * the path's own noise raises the bar, so jitter does not pass for a queue.
+ */
+static u64 mr_rtt_excess_ns(const struct mr_rtt *rtt, u64 sample)
+{
+	u64 bar = rtt->min_rtt_ns + mr_max_u64(MR_RTT_TARGET_NS, 4 * rtt->rttvar_ns);
+
+	return sample > bar ? sample - bar : 0;
+}
+
+/*
+ * [MR-REL-5] a spurious RTO: the ACK shows every PSN that the path's pending
+ * RTOs declared lost delivered after all (a stall, not a loss), so the window
+ * goes back to what it was.  The packets sent again cannot be taken back.
+ */
+static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const struct mr_ackh *ack,
+			     u32 delivered)
+{
+	u32 psn;
+
+	if (!tp->undo_cwnd_q10)
+		return;
+	if (tp->undo_to - tp->undo_from > MR_SACK_BITS) {
+		tp->undo_cwnd_q10 = 0;	/* more than one ACK can show */
+		return;
+	}
+	for (psn = tp->undo_from; psn != tp->undo_to; psn++) {
+		if (!mr_sack_ack_covers(ack, psn)) {
+			/* a path delivers in order: a later PSN came, this one is lost */
+			if (delivered)
+				tp->undo_cwnd_q10 = 0;
+			return;
+		}
+	}
+	tp->cc.cwnd_q10 = mr_max_u32(tp->cc.cwnd_q10, tp->undo_cwnd_q10);
+	tp->undo_cwnd_q10 = 0;
+	c->spurious_rtos++;
+}
+
 /* [MR-SACK-2] [MR-SACK-3] [MR-ACK-7] */
 void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 {
 	const struct mr_ackh *ack = &pkt->ack;
 	u32 path = pkt->bth.path_id, psn, delivered = 0, highest_end;
 	struct mr_path_tx *tp;
-	u64 newest_sent = 0;
-	bool inflated = false, any_loss = false;
+	u64 newest_sent = 0, excess_ns = MR_CC_NO_SAMPLE;
+	bool any_loss = false;
+#ifdef METAROCE_MUTATION_RETX_WINDOW
+	bool gap = false;
+#endif
 
 	if (pkt->bth.opcode != MR_OP_ACK || path >= c->cfg.n_paths)
 		return;
@@ -469,9 +522,18 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	for (psn = tp->una; psn != tp->next_psn; psn++) {
 		struct mr_tx_rec *rec = mr_path_rec(tp, psn);
 
-		if (!mr_sack_ack_covers(ack, psn))
+		if (!mr_sack_ack_covers(ack, psn)) {
+#ifdef METAROCE_MUTATION_RETX_WINDOW
+			gap = gap || rec->valid;
+#endif
 			continue;
+		}
 		highest_end = psn + 1;
+#ifdef METAROCE_MUTATION_RETX_WINDOW
+		/* Test-only mutation: go-back-N, SACKed PSNs after a gap count as lost. */
+		if (gap)
+			continue;
+#endif
 		if (!rec->valid)
 			continue;
 		newest_sent = mr_max_u64(newest_sent, rec->sent_ns);
@@ -486,21 +548,40 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 			continue;
 		mr_retire(c, tp, path, rec, false, now);
 		tp->lost++;
+		c->sack_losses++;
 		any_loss = true;
 	}
 	mr_path_advance_una(tp);
 	if (any_loss) {
 		c->avoid_path = path;
+		tp->undo_cwnd_q10 = 0;	/* a real loss: the RTO's cut stands */
 		mr_cc_on_loss(&tp->cc);
+	} else {
+		mr_path_undo_rto(c, tp, ack, delivered);
 	}
 	if (delivered) {
 		u64 sample = now > newest_sent ? now - newest_sent : 1;
 
 		mr_rtt_sample(&tp->rtt, sample);
-		inflated = sample > tp->rtt.min_rtt_ns + MR_RTT_TARGET_NS;
+		excess_ns = mr_rtt_excess_ns(&tp->rtt, sample);
 		mr_path_on_progress(tp, now);
+	} else if (ack->ts_echo) {
+		/*
+		 * [MR-REL-3] an ACK for PSNs already declared lost: the
+		 * echoed send time still measures the path, so one whose
+		 * RTT exceeds its RTO learns it instead of timing out
+		 * for ever.
+		 */
+		u32 us = (u32)mr_div_u64(now, 1000) - ack->ts_echo;
+
+		if (us && us <= MR_TS_SAMPLE_MAX_US)
+			mr_rtt_sample(&tp->rtt, (u64)us * 1000);
 	}
-	mr_cc_on_ack(&tp->cc, delivered, ack->ce_count, ack->pkt_count, inflated, tp->una,
+	/* [MR-PATH-5] any ACK revives a path in PROBE or SUSPECT. */
+	if (!delivered && (tp->state == MR_PATH_PROBE || tp->state == MR_PATH_SUSPECT))
+		mr_path_on_progress(tp, now);
+	c->ecn_echoes += ack->ce_count;
+	mr_cc_on_ack(&tp->cc, delivered, ack->ce_count, ack->pkt_count, excess_ns, tp->una,
 		     tp->next_psn);
 }
 
@@ -511,6 +592,11 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 	u16 used[MR_MAX_PATHS];
 	u32 psn, p;
 
+	if (!tp->undo_cwnd_q10) {
+		tp->undo_from = tp->una;
+		tp->undo_cwnd_q10 = tp->cc.cwnd_q10;
+	}
+	tp->undo_to = tp->next_psn;
 	for (psn = tp->una; psn != tp->next_psn; psn++) {
 		struct mr_tx_rec *rec = mr_path_rec(tp, psn);
 
@@ -522,7 +608,12 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 	tp->una = tp->next_psn;
 	for (p = 0; p < c->cfg.n_paths; p++)
 		used[p] = c->tx_path[p].entropy;
-	mr_path_on_rto(tp, c->cfg.fail_rtos, mr_entropy_pick(&c->rng, used, c->cfg.n_paths));
+	c->rtos++;
+	if (mr_path_on_rto(tp, c->cfg.fail_rtos,
+			   mr_entropy_pick(&c->rng, used, c->cfg.n_paths))) {
+		c->path_failures++;
+		tp->undo_cwnd_q10 = 0;	/* a new route: nothing to learn about the old */
+	}
 	c->avoid_path = path;
 }
 
@@ -552,6 +643,7 @@ void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	struct mr_tx_stream *st = NULL;
 	struct mr_tx_msg *m;
 
+	c->naks_received++;
 	for (s = 0; s < MR_CONN_STREAMS && !st; s++)
 		if (c->tx[s].in_use && c->tx[s].dest == pkt->bth.stream)
 			st = &c->tx[s];
@@ -578,9 +670,40 @@ void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	mr_tx_msg_restart(m, now + (u64)wait_us * 1000);
 }
 
+void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code)
+{
+	struct mr_tx_msg *r;
+	struct mr_rx_stream *st;
+
+	if (slot >= MR_CONN_STREAMS)
+		return;
+	r = &c->tx[slot].resp[msn % MR_STREAM_MAX_MSGS];
+	st = &c->rx[slot];
+	if (r->msn != msn || r->state != MR_MSG_OPEN)
+		return;
+	r->state = MR_MSG_DONE;
+	r->round++;		/* its packets in flight no longer count */
+	if (!st->nak_pending) {
+		st->nak_code = code;
+		st->nak_msn = msn;
+		st->nak_info = 0;
+		st->nak_pending = true;
+	}
+}
+
+/*
+ * The earliest time the sender has something to do that no packet arrival starts: an
+ * RTO, the connection timeout, a tail-loss probe, the end of an RNR wait, a message
+ * probe. Only what mr_conn_on_timer() or mr_conn_next_packet() would then act on
+ * counts: a time that has passed but cannot be acted on would make the caller's timer
+ * fire at once, again and again. So the last three, which send, wait for the pacing
+ * time, and an RNR wait or a message probe counts only while the window has room:
+ * the window opens on an ACK or an RTO, and both are events of their own.
+ */
 u64 mr_conn_sender_deadline(const struct mr_conn *c)
 {
-	u64 t = MR_NO_DEADLINE;
+	u64 t = MR_NO_DEADLINE, send = MR_NO_DEADLINE;
+	bool room = false;
 	u32 p, i, msn;
 
 	if (c->failed)
@@ -590,11 +713,14 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 
 		if (tp->outstanding)
 			t = mr_min_u64(t, tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto));
-		t = mr_min_u64(t, mr_tlp_at(c, tp));
+		send = mr_min_u64(send, mr_tlp_at(c, tp));
+		room |= mr_path_free_window(tp) > 0;
 	}
-	if (mr_conn_outstanding(c))
+	if (mr_conn_outstanding(c)) {
 		t = mr_min_u64(t, c->last_ack_ns + c->cfg.conn_timeout_ns);
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
+		room &= mr_conn_outstanding(c) < mr_conn_window(c);
+	}
+	for (i = 0; room && i < MR_CONN_STREAMS; i++) {
 		const struct mr_tx_stream *st = &c->tx[i];
 
 		if (!st->in_use)
@@ -606,10 +732,12 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 			    mr_tx_stream_in_error(st, msn))
 				continue;
 			if (m->rnr_until_ns)
-				t = mr_min_u64(t, m->rnr_until_ns);
+				send = mr_min_u64(send, m->rnr_until_ns);
 			else if (m->acked_count == m->npkts)
-				t = mr_min_u64(t, mr_msg_probe_at(c, m));
+				send = mr_min_u64(send, mr_msg_probe_at(c, m));
 		}
 	}
-	return t;
+	if (send != MR_NO_DEADLINE && c->next_send_ns)
+		send = mr_max_u64(send, c->next_send_ns);
+	return mr_min_u64(t, send);
 }

@@ -138,7 +138,7 @@ static void mr_hs_agreement_as_expected(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, b.ver, c->ver, "%s", c->name);
 		KUNIT_EXPECT_EQ_MSG(test, b.n_paths, c->n_paths, "%s", c->name);
 		KUNIT_EXPECT_EQ_MSG(test, b.pmtu, c->pmtu, "%s", c->name);
-		KUNIT_ASSERT_TRUE(test, mr_hs_next_packet(&b, &pkt));
+		KUNIT_ASSERT_TRUE(test, mr_hs_next_packet(&b, 0, &pkt));
 		KUNIT_EXPECT_EQ_MSG(test, (int)mr_hs_on_packet(&a, 1, &pkt),
 				    (int)MR_HS_EV_ESTABLISHED, "%s", c->name);
 		KUNIT_EXPECT_EQ_MSG(test, a.pmtu, c->pmtu, "%s", c->name);

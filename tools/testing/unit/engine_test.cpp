@@ -167,6 +167,80 @@ TEST(Path, ThirdConsecutiveRtoFailsAndRerollsEntropy_MR_PATH_6)
 	delete p;
 }
 
+// [MR-PATH-5] [MR-REL-3] a path whose RTT (2 ms) exceeds the initial RTO (1 ms): the ACK
+// for the PSN its RTO already declared lost revives it and, through the echoed
+// timestamp, teaches it the RTT; without that every packet on it timed out until it failed.
+TEST(Path, AckOfAnExpiredPsnRevivesThePathAndMeasuresIt_MR_PATH_5)
+{
+	Pair p(1);
+	const u64 t0 = 5000;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 1, 1), 0);
+	mr_tx_desc d;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t0, &d));
+	mr_path_tx &tp = p.a->tx_path[0];
+	mr_conn_on_timer(p.a.get(), t0 + MR_INITIAL_RTO_NS + 1000);
+	ASSERT_EQ(p.a->rtos, 1u);
+	ASSERT_EQ(tp.state, MR_PATH_SUSPECT);
+	ASSERT_EQ(tp.outstanding, 0u) << "the RTO declared it lost";
+
+	mr_pkt ack{};
+	ack.bth.version = MR_VERSION;
+	ack.bth.opcode = MR_OP_ACK;
+	ack.bth.path_id = 0;
+	ack.ack.cum_psn = d.pkt.bth.psn + 1;
+	ack.ack.ts_echo = d.pkt.bth.timestamp;
+	mr_conn_on_ack(p.a.get(), t0 + 2000000, &ack);
+	EXPECT_EQ(tp.state, MR_PATH_ACTIVE);
+	EXPECT_EQ(tp.consecutive_rtos, 0);
+	EXPECT_EQ(tp.backoff, 0);
+	EXPECT_NEAR(double(tp.rtt.srtt_ns), 2e6, 1e4) << "the echoed send time measured the RTT";
+	EXPECT_GT(mr_path_rto_ns(&tp, &p.a->cfg.rto), 2000000u) << "the RTO now covers the RTT";
+}
+
+// [MR-REL-5] [MR-CC-4] an RTO whose "lost" packets all arrive after all was spurious: the
+// ACK that shows them restores the window; with one of them missing the cut stands.
+TEST(Path, AckShowingEveryExpiredPsnUndoesTheRtoCut_MR_REL_5)
+{
+	for (bool all_arrive : { true, false }) {
+		SCOPED_TRACE(all_arrive ? "all arrived" : "one lost");
+		Pair p(1);
+		const u64 t0 = 5000;
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 4 * 4096, 0x1000, 1, 1), 0);
+		mr_path_tx &tp = p.a->tx_path[0];
+		std::vector<mr_tx_desc> sent;
+		mr_tx_desc d;
+		while (sent.size() < 4 && mr_conn_next_packet(p.a.get(), t0, &d))
+			sent.push_back(d);
+		ASSERT_EQ(sent.size(), 4u);
+		const u32 before = tp.cc.cwnd_q10;
+		mr_conn_on_timer(p.a.get(), t0 + MR_INITIAL_RTO_NS + 1000);
+		ASSERT_EQ(p.a->rtos, 1u);
+		ASSERT_EQ(mr_cc_window(&tp.cc), u32(MR_MIN_CWND)) << "the RTO cut the window";
+
+		mr_pkt ack{};
+		ack.bth.version = MR_VERSION;
+		ack.bth.opcode = MR_OP_ACK;
+		ack.bth.path_id = 0;
+		ack.ack.ts_echo = sent[3].pkt.bth.timestamp;
+		if (all_arrive) {
+			ack.ack.cum_psn = sent[3].pkt.bth.psn + 1;
+		} else {
+			ack.ack.cum_psn = sent[1].pkt.bth.psn;	// the second is missing
+			mr_bits_set(ack.ack.sack, 0);		// the third and fourth came
+			mr_bits_set(ack.ack.sack, 1);
+		}
+		mr_conn_on_ack(p.a.get(), t0 + 3 * MR_INITIAL_RTO_NS, &ack);
+		if (all_arrive) {
+			EXPECT_EQ(p.a->spurious_rtos, 1u);
+			EXPECT_EQ(tp.cc.cwnd_q10, before) << "the window before the RTO";
+		} else {
+			EXPECT_EQ(p.a->spurious_rtos, 0u);
+			EXPECT_EQ(mr_cc_window(&tp.cc), u32(MR_MIN_CWND));
+		}
+		EXPECT_EQ(tp.state, MR_PATH_ACTIVE) << "[MR-PATH-5] any ACK revives the path";
+	}
+}
+
 // [MR-PATH-2] entropy is in the dynamic range and differs from the other paths'.
 TEST(Path, EntropyIsDynamicRangeAndDistinct_MR_PATH_2)
 {
@@ -185,7 +259,7 @@ TEST(Cc, AdditiveIncreaseIsAboutOnePacketPerWindow_MR_CC_2)
 {
 	mr_cc_path cc;
 	mr_cc_init(&cc, 16, 0);
-	mr_cc_on_ack(&cc, 16, 0, 16, false, 0, 100);
+	mr_cc_on_ack(&cc, 16, 0, 16, MR_CC_NO_SAMPLE, 0, 100);
 	EXPECT_EQ(mr_cc_window(&cc), 16u);
 	EXPECT_GT(cc.cwnd_q10, 16u * MR_Q10 + MR_Q10 * 9 / 10);
 }
@@ -195,8 +269,36 @@ TEST(Cc, EcnMarkedRoundCutsWindowByAlphaHalf_MR_CC_3)
 {
 	mr_cc_path cc;
 	mr_cc_init(&cc, 64, 0);
-	mr_cc_on_ack(&cc, 10, 10, 10, false, 10, 20);	// una passed round_end 0
+	mr_cc_on_ack(&cc, 10, 10, 10, MR_CC_NO_SAMPLE, 10, 20);	// una passed round_end 0
 	EXPECT_EQ(mr_cc_window(&cc), 32u);
+}
+
+// [MR-CC-3] the delay signal: a round in which every RTT sample was above min_rtt +
+// max(MR_RTT_TARGET, 4 RTTVAR) counts as fully marked; a round with one sample below that
+// bar (jitter, not a queue) does not, however high the others, and its ACKs still grow
+// the window.  The sender passes each sample's excess over the bar.
+TEST(Cc, RoundWhoseEverySampleQueuedCutsAndJitterDoesNot_MR_CC_3)
+{
+	mr_cc_path cc;
+	mr_cc_init(&cc, 64, 0);
+	cc.round_end_psn = 8;
+	for (u32 i = 1; i <= 8; i++)	// excess 0, 1, .., 7 ms
+		mr_cc_on_ack(&cc, 1, 0, 1, (i - 1) * 1000000ULL, i, 40);
+	EXPECT_EQ(mr_cc_window(&cc), 64u) << "jitter read as congestion";
+	EXPECT_GT(cc.cwnd_q10, 64u * MR_Q10) << "no additive increase under jitter";
+
+	cc.round_end_psn = 48;
+	for (u32 i = 41; i <= 48; i++)	// every sample above the bar
+		mr_cc_on_ack(&cc, 1, 0, 1, 1000 + i, i, 80);
+	// alpha is 15/16 after one unmarked round: about 66 x (1 - 0.47) packets.
+	EXPECT_GE(mr_cc_window(&cc), 32u);
+	EXPECT_LE(mr_cc_window(&cc), 36u) << "a queue all round: cut by alpha / 2";
+
+	// A round without any RTT sample (ACKs for retransmitted PSNs only) is no signal.
+	const u32 before = cc.cwnd_q10;
+	cc.round_end_psn = 90;
+	mr_cc_on_ack(&cc, 0, 0, 1, MR_CC_NO_SAMPLE, 90, 100);
+	EXPECT_EQ(cc.cwnd_q10, before);
 }
 
 // [MR-CC-4] loss cuts by 1/8 once per round; RTO collapses to the minimum.
@@ -254,6 +356,32 @@ TEST(Cc, FairShareIsMaxMin_MR_CC_9)
 	EXPECT_EQ(s[0].share_mbps, 12500u);
 	EXPECT_EQ(s[1].share_mbps, (93750u - 12500u) / 2);
 	EXPECT_EQ(s[2].share_mbps, s[1].share_mbps);
+}
+
+// [MR-CC-9] when every demand is met, the rest is shared out: a lone sender that was slow
+// in the last interval (measured far below its share) still gets the allocatable rate,
+// so its own past rate never holds it back.
+TEST(Cc, LeftoverGoesToTheActiveConnections_MR_CC_9)
+{
+	mr_share one{};
+	one.active = true;
+	one.share_mbps = 93750;
+	one.bytes = 100;	// 8 Mbit/s over 100 us
+	mr_fairshare_compute(&one, 1, 100000, 100000);
+	EXPECT_EQ(one.share_mbps, 93750u);
+
+	std::vector<mr_share> s(2);
+	for (auto &x : s) {
+		x = {};
+		x.active = true;
+		x.share_mbps = 40000;
+	}
+	s[0].bytes = 125000;	// 10 Gb/s: demands 12500
+	s[1].bytes = 250000;	// 20 Gb/s: demands 25000
+	mr_fairshare_compute(s.data(), 2, 100000, 100000);
+	const u32 extra = (93750u - 12500u - 25000u) / 2;
+	EXPECT_EQ(s[0].share_mbps, 12500u + extra);
+	EXPECT_EQ(s[1].share_mbps, 25000u + extra);
 }
 
 // [MR-REL-8] the sender keeps a message's packets within 256 of the first unacknowledged.

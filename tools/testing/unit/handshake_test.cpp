@@ -23,10 +23,10 @@ mr_pkt Wire(const mr_pkt &in)
 	return out;
 }
 
-mr_pkt Next(mr_hs &hs)
+mr_pkt Next(mr_hs &hs, u64 now = 0)
 {
 	mr_pkt p;
-	EXPECT_TRUE(mr_hs_next_packet(&hs, &p));
+	EXPECT_TRUE(mr_hs_next_packet(&hs, now, &p));
 	return Wire(p);
 }
 
@@ -106,16 +106,33 @@ TEST(Handshake, RequestRetransmitsWithDoublingTimeoutThenFails_MR_CONN_5)
 	for (int i = 0; i < MR_CONNECT_RETRIES; i++) {
 		EXPECT_EQ(mr_hs_next_deadline(&a), t + rto);
 		EXPECT_EQ(mr_hs_on_timer(&a, t + rto - 1), MR_HS_EV_NONE);
-		EXPECT_FALSE(mr_hs_next_packet(&a, nullptr)) << "nothing before the deadline";
+		EXPECT_FALSE(mr_hs_next_packet(&a, t, nullptr)) << "nothing before the deadline";
 		t += rto;
 		EXPECT_EQ(mr_hs_on_timer(&a, t), MR_HS_EV_NONE);
-		mr_pkt req = Next(a);
+		mr_pkt req = Next(a, t);
 		EXPECT_EQ(req.bth.opcode, MR_OP_CONNECT_REQ);
 		EXPECT_EQ(req.conn.src_conn_id, 7u) << "the same request each time";
 		rto *= 2;
 	}
 	EXPECT_EQ(mr_hs_on_timer(&a, t + rto), MR_HS_EV_FAILED);
 	EXPECT_EQ(a.state, MR_HS_FAILED);
+}
+
+// [MR-CONN-5] the timer counts from when the request left: a request that waited for the
+// transmit path (a busy softirq, a stalled guest) is not followed by an early retry.
+TEST(Handshake, RetransmitTimerStartsWhenTheRequestIsSent_MR_CONN_5)
+{
+	mr_hs_local la = Local(0x1111);
+	mr_hs a;
+	ASSERT_EQ(mr_hs_connect(&a, &la, 0, 7, 1), 0);
+	EXPECT_EQ(mr_hs_next_deadline(&a), 0u) << "a request is waiting to go";
+	Next(a, 700000);
+	EXPECT_EQ(mr_hs_next_deadline(&a), 700000 + MR_CONNECT_RTO_NS);
+	EXPECT_EQ(mr_hs_on_timer(&a, MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
+	EXPECT_FALSE(mr_hs_next_packet(&a, MR_CONNECT_RTO_NS, nullptr)) << "no early retry";
+	EXPECT_EQ(mr_hs_on_timer(&a, 900000 + MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
+	Next(a, 1000000 + MR_CONNECT_RTO_NS);
+	EXPECT_EQ(mr_hs_next_deadline(&a), 1000000 + 3 * MR_CONNECT_RTO_NS) << "doubled, from then";
 }
 
 // [MR-CONN-5] a duplicate request gets the very same response, and no second connection.
@@ -179,7 +196,7 @@ TEST(Handshake, CrossingRequestsConvergeOnOneConnection_MR_CONN_11)
 	EXPECT_EQ(b.peer_conn_id, 7u);
 	EXPECT_EQ(a.peer_conn_id, 9u);
 	EXPECT_EQ(mr_hs_on_timer(&a, 10 * MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
-	EXPECT_FALSE(mr_hs_next_packet(&a, nullptr)) << "the loser stops requesting";
+	EXPECT_FALSE(mr_hs_next_packet(&a, 0, nullptr)) << "the loser stops requesting";
 	// the same peer connecting again under a new conn id abandoned the old connection
 	mr_hs a3;
 	mr_hs_connect(&a3, &la, 0, 8, 1);
@@ -198,7 +215,7 @@ TEST(Handshake, CloseIsAcknowledgedAndRetried_MR_CONN_9)
 	mr_pkt resp = Next(b);
 	mr_hs_on_packet(&a, 0, &resp);
 	ASSERT_EQ(mr_hs_close(&a, 100, MR_CLOSE_IDLE), 0);
-	mr_pkt close = Next(a);	// lost
+	mr_pkt close = Next(a, 100);	// lost
 	EXPECT_EQ(close.bth.conn_id, 9u);
 	EXPECT_EQ(mr_hs_on_timer(&a, 100 + MR_CONNECT_RTO_NS), MR_HS_EV_NONE);
 	close = Next(a);

@@ -29,6 +29,7 @@ struct FabricConfig {
 	double loss = 0.0;		// both directions
 	double dup = 0.0;
 	double reorder = 0.0;		// within a link
+	uint64_t jitter_ns = 0;		// extra latency, uniform in [0, jitter), FIFO per link
 	int blackhole_link = -1;	// data direction only
 	uint64_t time_limit_ns = 2'000'000'000ULL;
 };
@@ -60,6 +61,11 @@ struct Result {
 	uint32_t tail_probes = 0;
 	uint32_t stale_flushed = 0;	// WQEs of the stale connection completed with an error
 	std::string diag;	// engine state when the run did not finish cleanly
+	// Times an engine had nothing left to do at `now` (no packet, no ACK, timers run)
+	// yet named a deadline not after `now`: a kernel timer armed for it fires at
+	// once, again and again, and starves the CPU.  Must stay 0.
+	uint32_t spins = 0;
+	std::string spin_diag;	// the first one
 
 	double goodput_gbps() const { return finish_ns ? bytes * 8.0 / finish_ns : 0; }
 };
@@ -136,9 +142,12 @@ public:
 				mr_conn_on_timer(a_.get(), now);
 			if (b_)
 				mr_conn_on_timer(b_.get(), now);
-			bool sent = transmit(now);
-			sent |= transmit_b(now);
+			bool sent_a = transmit(now);
+			bool sent_b = transmit_b(now);
+			bool sent = sent_a || sent_b;
 			acks(now);
+			check_spin(a_.get(), sent_a, now, "A");
+			check_spin(b_.get(), sent_b, now, "B");
 			if (all_done()) {
 				if (!res_.completed) {
 					res_.completed = true;
@@ -192,6 +201,21 @@ private:
 		}
 	};
 
+	// Called when transmit and acks are done at `now`: an engine that sent nothing
+	// must not ask to be woken at or before `now`.
+	void check_spin(mr_conn *c, bool sent, uint64_t now, const char *who)
+	{
+		if (!c || sent || mr_conn_next_deadline(c) > now)
+			return;
+		if (!res_.spins++)
+			res_.spin_diag = std::string(who) + " at " + std::to_string(now) +
+					 " ns: deadline " +
+					 std::to_string(mr_conn_next_deadline(c)) +
+					 ", sender deadline " +
+					 std::to_string(mr_conn_sender_deadline(c)) +
+					 ", next_send " + std::to_string(c->next_send_ns);
+	}
+
 	void error(const std::string &e)
 	{
 		if (res_.errors.size() < 20)
@@ -223,9 +247,9 @@ private:
 		mr_hs a_old;
 		mr_pkt req;
 		mr_hs_connect(&a_old, &old_a, 0, 0x4242, 7);
-		mr_hs_next_packet(&a_old, &req);
+		mr_hs_next_packet(&a_old, 0, &req);
 		mr_hs_accept(&hb_, &lb_, &req, 0x4343, 9);
-		mr_hs_next_packet(&hb_, &req);	// its CONNECT_RESP went out long ago
+		mr_hs_next_packet(&hb_, 0, &req);	// its CONNECT_RESP went out long ago
 		mr_hs_conn_cfg(&hb_, &cb);
 		stale_ = std::make_unique<mr_conn>();
 		mr_conn_init(stale_.get(), &cb);
@@ -339,9 +363,9 @@ private:
 		if (mr_hs_on_timer(&ha_, now) == MR_HS_EV_FAILED)
 			error("the handshake failed");
 		mr_pkt p;
-		while (mr_hs_next_packet(&ha_, &p))
+		while (mr_hs_next_packet(&ha_, now, &p))
 			send_pkt(p, true, now);
-		while (mr_hs_next_packet(&hb_, &p))
+		while (mr_hs_next_packet(&hb_, now, &p))
 			send_pkt(p, false, now);
 	}
 
@@ -467,6 +491,8 @@ private:
 		if (chance(fc_.loss))
 			return;
 		uint64_t lat = fc_.base_latency_ns + link * fc_.latency_step_ns;
+		if (fc_.jitter_ns)
+			lat += rng_() % fc_.jitter_ns;
 		uint64_t &last = link_last_[link * 2 + (to_b ? 0 : 1)];
 		uint64_t t = std::max(now + lat, last);
 		if (chance(fc_.reorder) && t > lat / 2 + now)

@@ -165,6 +165,37 @@ TEST(Nak, RnrWaitsAndRetriesTheWholeMessage_MR_NAK_4)
 	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
 }
 
+// A deadline the engine names must be one it acts on when it comes. Here an RNR wait
+// ends while a Write fills the window with packets that are all lost: nothing can be
+// sent until an ACK or the RTO, so the next deadline is after now (the kernel arms a
+// timer for it, which would otherwise fire at once, forever).
+TEST(Nak, RnrWaitEndingInAFullWindowNamesNoPastDeadline_MR_NAK_4)
+{
+	Pair p;
+	mr_conn_set_rnr(p.a.get(), 0, 7, 50);
+	p.refuser.code = MR_NAK_RNR;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
+	p.Pump();
+	ASSERT_EQ(p.a->tx[0].msg[0].rnr_until_ns, 50000u);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 8), 0);
+	mr_tx_desc d;
+	u32 lost = 0;
+	for (u64 t = 0; t < 40000; t += 100)
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			lost++;
+	ASSERT_GE(lost, 2u);
+	ASSERT_GE(p.a->tx_path[0].outstanding, mr_cc_window(&p.a->tx_path[0].cc))
+		<< "the window is full";
+	const u64 now = 60000;	/* the RNR wait is over, the RTO (1 ms) is not */
+	mr_conn_on_timer(p.a.get(), now);
+	while (mr_conn_next_packet(p.a.get(), now, &d))	/* a tail-loss probe may go */
+		EXPECT_NE(d.pkt.bth.msn, 0u) << "the refused Send went in a full window";
+	mr_pkt ack;
+	EXPECT_FALSE(mr_conn_next_ack(p.a.get(), now, &ack));
+	EXPECT_GT(mr_conn_next_deadline(p.a.get()), now);
+	EXPECT_LE(mr_conn_next_deadline(p.a.get()), MR_INITIAL_RTO_NS) << "the RTO still counts";
+}
+
 // [MR-NAK-4] RNR retries are counted; when rnr_retry is exhausted the WQE fails.
 TEST(Nak, RnrRetryExhaustionFailsTheWqe_MR_NAK_4)
 {

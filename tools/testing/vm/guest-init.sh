@@ -52,6 +52,10 @@ if [ -n "${MR_ADDR:-}" ]; then
 	ip link set eth0 up
 	ip addr add "$MR_ADDR" dev eth0
 fi
+if [ "${MR_LINKS:-0}" -gt 0 ] && ! bash "$MR_TOP/tools/testing/vm/fabric.sh"; then
+	echo "=== METAROCE-INIT-FAILED: the fabric links (fabric.sh)"
+	off
+fi
 
 echo "=== METAROCE-TEST-BEGIN $MR_NAME ($MR_ROLE)"
 cd "$MR_TOP" || off

@@ -7,12 +7,12 @@
 #include <rdma/metaroce-abi.h>
 
 #include "metaroce.h"
+#include "metaroce-abi.h"
 
 /*
- * Only the control path is here for now.  Every verb left out of
- * metaroce_ctx_ops (CQs, QPs, SRQs, AHs, posting and polling) falls through
- * to libibverbs' defaults, which fail with EOPNOTSUPP: the kernel does not
- * create user CQs or QPs until the mmapped rings of the data path exist.
+ * The control path and AHs are here; CQs, RC and UD QPs, SRQs and their
+ * mmapped rings are in verbs.c.  Every verb left out of metaroce_ctx_ops falls
+ * through to libibverbs' defaults, which fail with EOPNOTSUPP.
  */
 
 static int metaroce_query_device(struct ibv_context *context,
@@ -115,6 +115,43 @@ static int metaroce_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+static struct ibv_ah *metaroce_create_ah(struct ibv_pd *pd,
+					 struct ibv_ah_attr *attr)
+{
+	struct umetaroce_create_ah_resp resp = {};
+	struct metaroce_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (!ret && !resp.ah_handle) {
+		/* A kernel without user AH numbers: no UD send could name it. */
+		ibv_cmd_destroy_ah(&ah->ibv_ah);
+		ret = EOPNOTSUPP;
+	}
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->handle = resp.ah_handle;
+	return &ah->ibv_ah;
+}
+
+static int metaroce_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_mah(ibah));
+	return 0;
+}
+
 static void metaroce_free_context(struct ibv_context *ibctx)
 {
 	struct metaroce_context *ctx = to_mctx(ibctx);
@@ -125,12 +162,29 @@ static void metaroce_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops metaroce_ctx_ops = {
 	.alloc_pd = metaroce_alloc_pd,
+	.create_ah = metaroce_create_ah,
+	.create_cq = metaroce_create_cq,
+	.create_qp = metaroce_create_qp,
+	.create_srq = metaroce_create_srq,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.dereg_mr = metaroce_dereg_mr,
+	.destroy_ah = metaroce_destroy_ah,
+	.destroy_cq = metaroce_destroy_cq,
+	.destroy_qp = metaroce_destroy_qp,
+	.destroy_srq = metaroce_destroy_srq,
 	.free_context = metaroce_free_context,
+	.modify_qp = metaroce_modify_qp,
+	.modify_srq = metaroce_modify_srq,
+	.poll_cq = metaroce_poll_cq,
+	.post_recv = metaroce_post_recv,
+	.post_send = metaroce_post_send,
+	.post_srq_recv = metaroce_post_srq_recv,
 	.query_device_ex = metaroce_query_device,
 	.query_port = metaroce_query_port,
+	.query_qp = metaroce_query_qp,
+	.query_srq = metaroce_query_srq,
 	.reg_mr = metaroce_reg_mr,
+	.req_notify_cq = metaroce_req_notify_cq,
 };
 
 static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,

@@ -63,7 +63,7 @@ static inline enum mr_hs_event mr_hs_case_run(const struct mr_hs_case *c, struct
 	lb.max_paths = c->responder.max_paths;
 	lb.pmtu = c->responder.pmtu;
 	mr_hs_connect(a, &la, 0, 0xa, 100);
-	mr_hs_next_packet(a, pkt);
+	mr_hs_next_packet(a, 0, pkt);
 	return mr_hs_accept(b, &lb, pkt, 0xb, 200);
 }
 

@@ -38,32 +38,45 @@ set_loss 1
 out=$(ktraffic ops=send,write,read,cmp_swp,fetch_add size=65536 count=50 depth=8)
 check_eq "every op correct at 1% loss on every link" 0 $?
 echo "$out" | sed 's/^/#   /'
-# 8 paths hash onto 8 links independently, so some links share paths.
+# 8 paths hash onto 8 links independently, so some links share paths: 8
+# random picks cover 4 or more links in 98% of runs, 3 or more in 99.96%
+# (one CI run saw 3). The check wants 3, which one path or rxe cannot reach.
 used=0
 for ((i = 1; i <= 8; i++)); do
 	[ "$(ip netns exec r1 cat /sys/class/net/p$i/statistics/tx_packets)" -gt 100 ] && used=$((used + 1))
 done
 log "links carrying traffic: $used of 8"
-check "traffic sprayed over at least 4 of 8 links ($used)" test "$used" -ge 4
+check "traffic sprayed over at least 3 of 8 links ($used)" test "$used" -ge 3
 
-# Goodput: lossless, 1%, lossless again; the ratio uses the better lossless run.
+# Goodput: three lossless and three 1% runs, interleaved; the ratio is of the
+# medians.  Single runs under TCG move by up to +-40% (one session measured
+# 4.09, 5.89 and 6.04 MB/s lossless, and 7.83, 3.94, 7.25 at 1%), so one run
+# of each decides nothing.
 w=(ops=write size=65536 count=300 depth=16)
+clean=() lossy=()
+for round in 1 2 3; do
+	set_loss 0
+	clean+=("$(mbps "$(ktraffic "${w[@]}")")")
+	set_loss 1
+	lossy+=("$(mbps "$(ktraffic "${w[@]}")")")
+done
 set_loss 0
-clean1=$(mbps "$(ktraffic "${w[@]}")")
-set_loss 1
-lossy=$(mbps "$(ktraffic "${w[@]}")")
-set_loss 0
-clean2=$(mbps "$(ktraffic "${w[@]}")")
-log "Write goodput, MB/s: lossless $clean1, 1% loss $lossy, lossless again $clean2"
-ratio=$(awk -v a="$clean1" -v b="$clean2" -v l="$lossy" \
-	'BEGIN { c = a > b ? a : b; if (c > 0) printf "%.2f", l / c; else print 0 }')
-# The issue's goal is 0.85; TCG timing moves single runs by about +-10%, so
-# the test fails below 0.70 and reports the goal separately.
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+log "Write goodput, MB/s: lossless ${clean[*]}; 1% loss ${lossy[*]}"
+ratio=$(awk -v c="$(median "${clean[@]}")" -v l="$(median "${lossy[@]}")" \
+	'BEGIN { if (c > 0) printf "%.2f", l / c; else print 0 }')
+# The issue's goal is 0.85; the test fails below 0.70 and reports the goal
+# separately.
 goal=missed
 awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85) }' && goal=met
 log "goodput at 1% loss / lossless = $ratio (goal >= 0.85: $goal)"
 check "goodput at 1% loss >= 0.70 of lossless ($ratio)" awk -v r="$ratio" 'BEGIN { exit !(r >= 0.70) }'
 rdma statistic show link mr0/1 | sed 's/^/#   /'
+# The module's safety net against a timer armed for a deadline already past
+# (an engine bug that once made every connection spin in softirq).
+for d in mr0 mr1; do
+	check_eq "$d: no timer armed for a past deadline" 0 "$(hw_counter "$d" timer_past_deadlines)"
+done
 check "rdma link delete mr0" rdma link delete mr0
 check "rdma link delete mr1" rdma link delete mr1
 check "rmmod metaroce" rmmod metaroce

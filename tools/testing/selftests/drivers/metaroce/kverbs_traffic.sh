@@ -126,6 +126,9 @@ check_ktraffic "METAROCE: every op, 1-byte messages" "${mr[@]}" ops=$ops size=1 
 check_ktraffic "METAROCE: every op, 64 KiB + 1" "${mr[@]}" ops=$ops size=65537 count=60 depth=4
 check_ktraffic "METAROCE: 1 MiB Sends, Writes and Reads" "${mr[@]}" size=1048576 count=8 depth=2 \
 	ops=send,write,read
+check_ktraffic "METAROCE: inline Sends and Writes (source overwritten after posting), CQs resized" \
+	"${mr[@]}" ops=send,send_imm,write,write_imm size=200 count=300 depth=8 \
+	inline_max=256 resize_cq=1
 log "loopback (a QP connected to its own device) is not carried yet: refused at RTR"
 check_fails "METAROCE: one device talking to itself refused" "" \
 	insmod "$ko" dev_a=mr0 dev_b=mr0 ops=send count=1 timeout_ms=10000

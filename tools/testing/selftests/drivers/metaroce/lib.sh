@@ -82,6 +82,19 @@ ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
 ibdev_gone() { ! ibdev_exists "$1"; }
 port_state() { cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
 port_is() { [ "$(port_state "$1")" = "$2" ]; } # dev "4: ACTIVE"
+# hw_counter DEV NAME: one port counter of `rdma statistic` (port 1).
+hw_counter() {
+	rdma statistic show link "$1"/1 -j | tr ',{}' '\n\n\n' | sed -n "s/^\"$2\":\([0-9]*\)$/\1/p"
+}
+# addr_gid_index DEV ADDR: the GID table index of an IPv4 address (IPv4-mapped GID).
+addr_gid_index() {
+	local want f
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		[ "$(cat "$f" 2>/dev/null)" = "$want" ] && { basename "$f"; return 0; }
+	done
+	return 1
+}
 # The EUI-64 the core shows for a MAC (ff:fe inserted, universal/local bit flipped).
 mac_to_guid() {
 	local IFS=: b
@@ -169,16 +182,156 @@ topo_ecmp() {
 
 # ---- two guests (vm.sh --pair) ----
 
-# Both guests call pair_barrier NAME; neither returns before the other arrived.
+# Both guests call pair_barrier NAME [SECONDS]; neither returns before the other
+# arrived, or SECONDS (default 120) passed.
 pair_barrier() {
-	local port=$((7000 + $(cksum <<<"$1" | cut -d' ' -f1) % 1000)) i
+	local port=$((7000 + $(cksum <<<"$1" | cut -d' ' -f1) % 1000)) i secs=${2:-120}
 	if [ "$MR_ROLE" = a ]; then
-		timeout 120 busybox nc -l -p "$port" </dev/null >/dev/null
+		timeout "$secs" busybox nc -l -p "$port" </dev/null >/dev/null
 	else
-		for ((i = 0; i < 1200; i++)); do
+		for ((i = 0; i < secs * 10; i++)); do
 			busybox nc "${MR_PEER}" "$port" </dev/null >/dev/null 2>&1 && return 0
 			sleep 0.1
 		done
 		return 1
 	fi
+}
+
+# pair_tell NAME WORD on guest a, WORD=$(pair_hear NAME) on guest b: one word
+# from a to b over the control wire (e.g. whether a round worked), or fail
+# after SECONDS (default 120).
+pair_tell() { # NAME WORD [SECONDS]
+	local port=$((8000 + $(cksum <<<"$1" | cut -d' ' -f1) % 1000))
+	echo "$2" | timeout "${3:-120}" busybox nc -l -p "$port" >/dev/null
+}
+pair_hear() { # NAME [SECONDS]
+	local port=$((8000 + $(cksum <<<"$1" | cut -d' ' -f1) % 1000)) i word
+	for ((i = 0; i < ${2:-120} * 10; i++)); do
+		word=$(busybox nc "$MR_PEER" "$port" </dev/null 2>/dev/null)
+		[ -n "$word" ] && { echo "$word"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- NVMe over Fabrics (nvme_of, nvme_teardown) ----
+NVME_NQN=nqn.2026-11.org.metaroce:selftest
+NVME_PORT=4420
+
+# nvmet_up ADDR MIB: export a MIB MiB loop device as $NVME_NQN over rdma on ADDR.
+nvmet_up() {
+	local s=/sys/kernel/config/nvmet/subsystems/$NVME_NQN p=/sys/kernel/config/nvmet/ports/1
+
+	modprobe nvmet-rdma && modprobe loop || return 1
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || return 1
+	truncate -s "$2M" /tmp/nvme-backing.img || return 1
+	losetup -f --show /tmp/nvme-backing.img >/tmp/loopdev || return 1
+	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" || return 1
+	mkdir "$s/namespaces/1" && cat /tmp/loopdev >"$s/namespaces/1/device_path" &&
+		echo 1 >"$s/namespaces/1/enable" || return 1
+	mkdir "$p" || return 1
+	echo rdma >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" &&
+		echo "$1" >"$p/addr_traddr" && echo $NVME_PORT >"$p/addr_trsvcid" || return 1
+	ln -s "$s" "$p/subsystems/$NVME_NQN"
+}
+
+nvmet_down() {
+	local s=/sys/kernel/config/nvmet/subsystems/$NVME_NQN p=/sys/kernel/config/nvmet/ports/1
+
+	rm -f "$p/subsystems/$NVME_NQN" && rmdir "$p" &&
+		echo 0 >"$s/namespaces/1/enable" && rmdir "$s/namespaces/1" && rmdir "$s" &&
+		losetup -d "$(cat /tmp/loopdev)"
+}
+
+# nvme_connect ADDR [TRIES]: connect to $NVME_NQN at ADDR over rdma; the
+# number of tries it took is left in /tmp/nvme-tries.
+nvme_connect() {
+	local i
+	for ((i = 1; i <= ${2:-1}; i++)); do
+		echo "$i" >/tmp/nvme-tries
+		if nvme connect -t rdma -n "$NVME_NQN" -a "$1" -s $NVME_PORT \
+			--hostnqn="nqn.2014-08.org.nvmexpress:uuid:$(cat /proc/sys/kernel/random/uuid)"; then
+			return 0
+		fi
+		sleep 2
+	done
+	return 1
+}
+
+# The namespace block device of $NVME_NQN, if connected.
+nvme_ns_dev() {
+	local c
+
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && [ "$(cat "$c/subsysnqn")" = "$NVME_NQN" ] || continue
+		ls -d /dev/"$(basename "$c")"n1 2>/dev/null && return 0
+	done
+	return 1
+}
+
+# No controller of $NVME_NQN left.
+nvme_gone() {
+	! nvme_ns_dev >/dev/null && ! grep -qsx "$NVME_NQN" /sys/class/nvme/nvme*/subsysnqn
+}
+
+# ---- the fabric between two guests (vm.sh --pair --links K, see vm/fabric.sh) ----
+
+# fabric_shape LINK [NETEM_ARGS] [RATE]: this guest's egress on fabric link
+# LINK: "netem NETEM_ARGS" (e.g. "loss 1% delay 1ms"), under "tbf RATE" if given.
+fabric_shape() {
+	local dev=l$1 netem=${2:-} rate=${3:-}
+	ip netns exec fr tc qdisc del dev "$dev" root 2>/dev/null || true
+	if [ -n "$rate" ]; then
+		ip netns exec fr tc qdisc add dev "$dev" root handle 1: \
+			tbf rate "$rate" burst 32kb latency 50ms || return 1
+		[ -z "$netem" ] || ip netns exec fr tc qdisc add dev "$dev" parent 1:1 \
+			handle 10: netem $netem || return 1
+	elif [ -n "$netem" ]; then
+		ip netns exec fr tc qdisc add dev "$dev" root handle 10: netem $netem || return 1
+	fi
+}
+
+# fabric_use K: route to the peer over fabric links 1..K only.
+fabric_use() {
+	local i nh=()
+	for ((i = 1; i <= $1; i++)); do
+		nh+=(nexthop via "198.19.$i.$([ "$MR_ROLE" = a ] && echo 2 || echo 1)" dev "l$i")
+	done
+	ip -n fr route replace "${MR_PEER_EP%.*}.0/24" "${nh[@]}"
+}
+
+# fabric_tx_packets LINK: packets this guest sent on fabric link LINK.
+fabric_tx_packets() {
+	ip netns exec fr cat "/sys/class/net/l$1/statistics/tx_packets"
+}
+# fabric_mark K, then fabric_check_spread K: at least 4 of the K links carried
+# 100 or more of our packets since the mark (a check of the spraying).
+fabric_mark() {
+	local i
+	FABRIC_MARK=()
+	for ((i = 1; i <= $1; i++)); do FABRIC_MARK+=("$(fabric_tx_packets "$i")"); done
+}
+fabric_check_spread() {
+	local i n used=0 counts=
+	for ((i = 1; i <= $1; i++)); do
+		n=$(($(fabric_tx_packets "$i") - FABRIC_MARK[i - 1]))
+		counts+=" $n"
+		[ "$n" -ge 100 ] && used=$((used + 1))
+	done
+	log "packets sent per fabric link:$counts"
+	check "at least 4 of the $1 links carried traffic ($used did)" test "$used" -ge 4
+}
+
+# kt_load PARAM...: one load of ktraffic/mr_ktraffic.ko; prints its report
+# lines ("mr_ktraffic: ..."), succeeds only if the run passed, unloads it again.
+kt_load() {
+	local ko mark="mr-kt-$RANDOM$RANDOM" rc
+	ko=$MR_TOP/tools/testing/selftests/drivers/metaroce/ktraffic/mr_ktraffic.ko
+	echo "$mark" >/dev/kmsg
+	insmod "$ko" "$@" >/dev/null 2>&1
+	rc=$?
+	dmesg | sed -n "/$mark/,\$p" | grep -o 'mr_ktraffic: .*' |
+		grep -vE 'enabling unsafe global rkey|taints kernel|tainting kernel'
+	[ "$rc" = 0 ] && rmmod mr_ktraffic
+	return "$rc"
 }

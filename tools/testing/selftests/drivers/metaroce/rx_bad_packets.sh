@@ -9,7 +9,7 @@ topo_veth_pair
 check "modprobe metaroce" modprobe metaroce
 check "mr0 on h2/v2" ip netns exec h2 rdma link add mr0 type metaroce netdev v2
 
-counter() { rdma statistic show link mr0/1 | grep -o "$1 [0-9]*" | awk '{print $2}'; }
+counter() { hw_counter mr0 "$1"; }
 # send HEX: one UDP datagram from h1 to mr0's port (perl writes it in one write()).
 sent_bytes=0
 send() {
@@ -21,6 +21,13 @@ send() {
 
 check_eq "counters start at zero" "0 0 0" \
 	"$(counter rx_packets) $(counter rx_drop_malformed) $(counter rx_drop_unknown_conn)"
+
+# The drop tracepoint names each reason.
+T=/sys/kernel/tracing
+mountpoint -q $T || mount -t tracefs nodev $T
+check "tracepoint metaroce:metaroce_rx_drop exists" test -d $T/events/metaroce/metaroce_rx_drop
+echo 1 >$T/events/metaroce/metaroce_rx_drop/enable
+echo >$T/trace
 
 # A well-formed SEND (middle packet) for a connection id nobody owns.
 good="01 01 0000 a1b2c3d4 0003 0004 00000064 00000011 00000007 00001000 01020304 00002000 00000002 deadbeef"
@@ -35,6 +42,10 @@ check "all 7 datagrams seen" wait_for 5 sh -c "rdma statistic show link mr0/1 | 
 check_eq "6 dropped as malformed" 6 "$(counter rx_drop_malformed)"
 check_eq "1 dropped for an unknown connection" 1 "$(counter rx_drop_unknown_conn)"
 check_eq "bytes counted from the UDP header on" "$sent_bytes" "$(counter rx_bytes)"
+trace=$(cat $T/trace)
+echo 0 >$T/events/metaroce/metaroce_rx_drop/enable
+check_eq "7 drops traced" 7 "$(grep -c 'metaroce_rx_drop: mr0 ' <<<"$trace")"
+check "the unknown connection is traced by reason" grep -q 'metaroce_rx_drop: mr0 unknown connection' <<<"$trace"
 
 # A flood of garbage leaves the device and module usable.
 for ((i = 0; i < 200; i++)); do send "$(head -c $((RANDOM % 64 + 1)) /dev/urandom | od -An -tx1 | tr -d ' \n')"; done

@@ -171,7 +171,7 @@ static void mr_kt_resolved(int status, struct sockaddr *src, struct rdma_dev_add
  * and a neighbour lookup in the namespace of the source GID's netdev.
  */
 static int mr_kt_resolve_dmac(struct mr_kt_run *run, struct mr_kt_end *me,
-			      struct mr_kt_end *peer, struct rdma_ah_attr *ah)
+			      const union ib_gid *dgid, struct rdma_ah_attr *ah)
 {
 	union {
 		struct sockaddr_in in4;
@@ -185,7 +185,7 @@ static int mr_kt_resolve_dmac(struct mr_kt_run *run, struct mr_kt_end *me,
 	int err;
 
 	rdma_gid2ip((struct sockaddr *)&src, &me->gid->gid);
-	rdma_gid2ip((struct sockaddr *)&dst, &peer->gid->gid);
+	rdma_gid2ip((struct sockaddr *)&dst, dgid);
 	init_completion(&resolve.done);
 	err = rdma_resolve_ip((struct sockaddr *)&src, (struct sockaddr *)&dst, &dev_addr,
 			      run->timeout_ms, mr_kt_resolved, true, &resolve);
@@ -200,7 +200,7 @@ static int mr_kt_resolve_dmac(struct mr_kt_run *run, struct mr_kt_end *me,
 	return 0;
 }
 
-static int mr_kt_qp_create(struct mr_kt_run *run, struct mr_kt_end *end, char *why)
+int mr_kt_qp_create(struct mr_kt_run *run, struct mr_kt_end *end, char *why)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_RC,
@@ -210,17 +210,29 @@ static int mr_kt_qp_create(struct mr_kt_run *run, struct mr_kt_end *end, char *w
 			.max_recv_wr = run->depth,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
+			.max_inline_data = run->inline_max,
 		},
 	};
 	int err;
 
 	/* Polled by hand (IB_POLL_DIRECT), so a completion is checked before it is believed. */
-	end->cq = ib_alloc_cq(end->dev, NULL, 2 * run->depth + 1, 0, IB_POLL_DIRECT);
+	end->cq = ib_alloc_cq(end->dev, NULL, run->resize_cq ? 1 : 2 * run->depth + 1, 0,
+			      IB_POLL_DIRECT);
 	if (IS_ERR(end->cq)) {
 		err = PTR_ERR(end->cq);
 		end->cq = NULL;
 		snprintf(why, MR_KT_WHY_LEN, "%s: alloc CQ: %pe", end->role, ERR_PTR(err));
 		return err;
+	}
+	if (run->resize_cq) {
+		err = ib_resize_cq(end->cq, 2 * run->depth + 1);
+		if (!err && end->cq->cqe < 2 * run->depth + 1)
+			err = -ENOSPC;
+		if (err) {
+			snprintf(why, MR_KT_WHY_LEN, "%s: resize CQ to %u: %pe", end->role,
+				 2 * run->depth + 1, ERR_PTR(err));
+			return err;
+		}
 	}
 	init.send_cq = end->cq;
 	init.recv_cq = end->cq;
@@ -246,11 +258,11 @@ static int mr_kt_qp_modify(struct mr_kt_end *end, struct ib_qp_attr *attr, int m
 }
 
 /* INIT, then RTR with an address vector pointing at the peer, then RTS. */
-static int mr_kt_qp_ready(struct mr_kt_run *run, struct mr_kt_end *me, struct mr_kt_end *peer,
-			  u32 my_psn, u32 peer_psn, char *why)
+int mr_kt_qp_ready(struct mr_kt_run *run, struct mr_kt_end *me, const struct mr_kt_peer *peer,
+		   u32 my_psn, char *why)
 {
 	struct ib_device_attr *caps = &me->dev->attrs;
-	union ib_gid dgid = peer->gid->gid;
+	union ib_gid dgid = peer->gid;
 	struct ib_qp_attr attr = {};
 	int err;
 
@@ -265,18 +277,18 @@ static int mr_kt_qp_ready(struct mr_kt_run *run, struct mr_kt_end *me, struct mr
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTR;
-	attr.path_mtu = min(me->port_attr.active_mtu, peer->port_attr.active_mtu);
-	attr.dest_qp_num = peer->qp->qp_num;
-	attr.rq_psn = peer_psn;
+	attr.path_mtu = min(me->port_attr.active_mtu, peer->mtu);
+	attr.dest_qp_num = peer->qpn;
+	attr.rq_psn = peer->psn;
 	attr.max_dest_rd_atomic = min3(run->depth, (u32)max(caps->max_qp_rd_atom, 0), 255U);
 	attr.min_rnr_timer = IB_RNR_TIMER_000_64;
 	attr.ah_attr.type = rdma_ah_find_type(me->dev, me->port);
 	rdma_ah_set_port_num(&attr.ah_attr, me->port);
 	rdma_ah_set_grh(&attr.ah_attr, &dgid, 0, me->gid->index, 64, 0);
-	err = mr_kt_resolve_dmac(run, me, peer, &attr.ah_attr);
+	err = mr_kt_resolve_dmac(run, me, &dgid, &attr.ah_attr);
 	if (err) {
 		snprintf(why, MR_KT_WHY_LEN, "%s: resolve the MAC of %pI4: %pe", me->role,
-			 peer->gid->gid.raw + 12, ERR_PTR(err));
+			 dgid.raw + 12, ERR_PTR(err));
 		return err;
 	}
 	err = mr_kt_qp_modify(me, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
@@ -302,19 +314,33 @@ int mr_kt_connect(struct mr_kt_run *run, char *why)
 {
 	u32 psn_a = get_random_u32() & 0xffffff;
 	u32 psn_b = get_random_u32() & 0xffffff;
+	struct mr_kt_peer peer_a, peer_b;
 	int err;
 
 	err = mr_kt_qp_create(run, &run->a, why);
 	if (!err)
 		err = mr_kt_qp_create(run, &run->b, why);
+	if (!err) {
+		mr_kt_peer_of(&run->a, psn_a, &peer_a);
+		mr_kt_peer_of(&run->b, psn_b, &peer_b);
+	}
 	if (!err)
-		err = mr_kt_qp_ready(run, &run->a, &run->b, psn_a, psn_b, why);
+		err = mr_kt_qp_ready(run, &run->a, &peer_b, psn_a, why);
 	if (!err)
-		err = mr_kt_qp_ready(run, &run->b, &run->a, psn_b, psn_a, why);
+		err = mr_kt_qp_ready(run, &run->b, &peer_a, psn_b, why);
 	return err;
 }
 
-static void mr_kt_end_disconnect(struct mr_kt_end *end)
+/* What the other end of a QP pair must know of this one. */
+void mr_kt_peer_of(const struct mr_kt_end *end, u32 psn, struct mr_kt_peer *peer)
+{
+	peer->qpn = end->qp->qp_num;
+	peer->psn = psn;
+	peer->gid = end->gid->gid;
+	peer->mtu = end->port_attr.active_mtu;
+}
+
+void mr_kt_end_disconnect(struct mr_kt_end *end)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 

@@ -3,7 +3,9 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
 #include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -13,11 +15,39 @@
 
 static char *mr_kt_dev_a;
 module_param_named(dev_a, mr_kt_dev_a, charp, 0444);
-MODULE_PARM_DESC(dev_a, "RDMA device that sends, writes, reads and runs atomics (e.g. rxe0)");
+MODULE_PARM_DESC(dev_a, "RDMA device that sends, writes, reads, runs atomics; with role: this host's");
 
 static char *mr_kt_dev_b;
 module_param_named(dev_b, mr_kt_dev_b, charp, 0444);
-MODULE_PARM_DESC(dev_b, "RDMA device at the other end (may be dev_a itself)");
+MODULE_PARM_DESC(dev_b, "RDMA device at the other end (may be dev_a itself); unused with role");
+
+static char *mr_kt_role;
+module_param_named(role, mr_kt_role, charp, 0444);
+MODULE_PARM_DESC(role, "two hosts: server (B, waits on port) or client (A, runs one op)");
+
+static char *mr_kt_peer;
+module_param_named(peer, mr_kt_peer, charp, 0444);
+MODULE_PARM_DESC(peer, "client: the server's IPv4 address for the control connection");
+
+static ushort mr_kt_port = 18515;
+module_param_named(port, mr_kt_port, ushort, 0444);
+MODULE_PARM_DESC(port, "two hosts: the control TCP port");
+
+static unsigned int mr_kt_ring;
+module_param_named(ring, mr_kt_ring, uint, 0444);
+MODULE_PARM_DESC(ring, "client: server slots; Writes land in slot k % ring (default: depth)");
+
+static unsigned int mr_kt_flows = 1;
+module_param_named(flows, mr_kt_flows, uint, 0444);
+MODULE_PARM_DESC(flows, "two hosts: client QPs per device of dev_a, each its own thread; server: the total");
+
+static unsigned int mr_kt_duration_ms;
+module_param_named(duration_ms, mr_kt_duration_ms, uint, 0444);
+MODULE_PARM_DESC(duration_ms, "client: stop posting after this long (0: run count messages)");
+
+static unsigned int mr_kt_interval_ms;
+module_param_named(interval_ms, mr_kt_interval_ms, uint, 0444);
+MODULE_PARM_DESC(interval_ms, "client: print the bytes done so far this often (0: never)");
 
 static char *mr_kt_ops = "send,send_imm,write,write_imm,read,cmp_swp,fetch_add";
 module_param_named(ops, mr_kt_ops, charp, 0444);
@@ -43,9 +73,16 @@ static unsigned int mr_kt_timeout_ms = 10000;
 module_param_named(timeout_ms, mr_kt_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(timeout_ms, "time each op may take, connection included");
 
+static unsigned int mr_kt_inline_max;
+module_param_named(inline_max, mr_kt_inline_max, uint, 0444);
+MODULE_PARM_DESC(inline_max,
+		 "post Sends and Writes of at most this size inline (the source is scribbled over right after posting)");
+
+static bool mr_kt_resize_cq;
+module_param_named(resize_cq, mr_kt_resize_cq, bool, 0444);
+MODULE_PARM_DESC(resize_cq, "create each CQ small, then grow it with ib_resize_cq");
+
 #define MR_KT_MAX_OPS		32
-#define MR_KT_MAX_DEPTH		1024
-#define MR_KT_MAX_MEMORY	(256UL << 20)	/* message buffers per device */
 
 static int mr_kt_parse_ops(const struct mr_kt_op **list)
 {
@@ -72,9 +109,52 @@ static int mr_kt_parse_ops(const struct mr_kt_op **list)
 	return err ? err : n;
 }
 
+/* role= and peer= into the run: local, server or client. */
+static int mr_kt_parse_role(struct mr_kt_run *run)
+{
+	if (!mr_kt_role || !*mr_kt_role) {
+		run->role = MR_KT_LOCAL;
+	} else if (!strcmp(mr_kt_role, "server")) {
+		run->role = MR_KT_SERVER;
+	} else if (!strcmp(mr_kt_role, "client")) {
+		run->role = MR_KT_CLIENT;
+		if (!mr_kt_peer || !in4_pton(mr_kt_peer, -1, (u8 *)&run->peer_ip, -1, NULL)) {
+			pr_err("role=client needs peer=IPV4 of the server\n");
+			return -EINVAL;
+		}
+	} else {
+		pr_err("role '%s': server or client\n", mr_kt_role);
+		return -EINVAL;
+	}
+	if (run->role != MR_KT_LOCAL && (!mr_kt_dev_a || mr_kt_ipv6)) {
+		pr_err("two-host runs: dev_a names this host's device; IPv4 only\n");
+		return -EINVAL;
+	}
+	if (mr_kt_ring > MR_KT_MAX_RING) {
+		pr_err("ring %u: at most %d\n", mr_kt_ring, MR_KT_MAX_RING);
+		return -EINVAL;
+	}
+	if (!mr_kt_flows || mr_kt_flows > MR_KT_MAX_FLOWS) {
+		pr_err("flows %u: 1 to %d\n", mr_kt_flows, MR_KT_MAX_FLOWS);
+		return -EINVAL;
+	}
+	run->dev_name = mr_kt_dev_a;
+	run->flows = mr_kt_flows;
+	run->net = current->nsproxy->net_ns;
+	run->t0 = ktime_get();
+	/* CLOCK_MONOTONIC, as /proc/uptime shows it: scripts align their events with it. */
+	if (run->role == MR_KT_CLIENT)
+		pr_info("clock t0_ms=%lld\n", ktime_to_ms(run->t0));
+	run->ctl_port = mr_kt_port;
+	run->ring = mr_kt_ring ? mr_kt_ring : mr_kt_depth;
+	run->duration_ms = mr_kt_duration_ms;
+	run->interval_ms = mr_kt_interval_ms;
+	return 0;
+}
+
 static int mr_kt_check_params(void)
 {
-	if (!mr_kt_dev_a || !mr_kt_dev_b) {
+	if (!mr_kt_dev_a || (!mr_kt_dev_b && !mr_kt_role)) {
 		pr_err("dev_a and dev_b name the two RDMA devices\n");
 		return -EINVAL;
 	}
@@ -145,10 +225,24 @@ static int __init mr_kt_init(void)
 	run->count = mr_kt_count;
 	run->depth = mr_kt_depth;
 	run->timeout_ms = mr_kt_timeout_ms;
+	run->inline_max = mr_kt_inline_max;
+	run->resize_cq = mr_kt_resize_cq;
 	run->ipv6 = mr_kt_ipv6;
 	run->salt = get_random_u64();
 	run->a.role = "A";
 	run->b.role = "B";
+	err = mr_kt_parse_role(run);
+	if (err)
+		goto out;
+	if (run->role != MR_KT_LOCAL) {
+		if (n != 1 && run->role == MR_KT_CLIENT) {
+			pr_err("role=client runs one op, not %d\n", n);
+			err = -EINVAL;
+		} else {
+			err = mr_kt_remote_run(run, list[0]);
+		}
+		goto out;
+	}
 	err = mr_kt_end_open(run, &run->a, mr_kt_dev_a);
 	if (!err)
 		err = mr_kt_end_open(run, &run->b, mr_kt_dev_b);

@@ -92,9 +92,14 @@ static u64 mr_kt_mix(u64 z)	/* splitmix64's finaliser */
 	return z ^ (z >> 31);
 }
 
+u64 mr_kt_msg_seed(u64 salt, u32 round, u32 msg)
+{
+	return mr_kt_mix(salt + ((u64)round << 32) + msg);
+}
+
 static u64 mr_kt_seed(const struct mr_kt_flow *f, u32 msg)
 {
-	return mr_kt_mix(f->run->salt + ((u64)f->round << 32) + msg);
+	return mr_kt_msg_seed(f->run->salt, f->round, msg);
 }
 
 static u64 mr_kt_word(u64 seed, size_t i)
@@ -102,7 +107,7 @@ static u64 mr_kt_word(u64 seed, size_t i)
 	return mr_kt_mix(seed + (i + 1) * 0x9e3779b97f4a7c15ULL);
 }
 
-static u8 mr_kt_byte(u64 seed, size_t off)
+u8 mr_kt_byte(u64 seed, size_t off)
 {
 	u64 word = mr_kt_word(seed, off / 8);
 
@@ -115,7 +120,7 @@ static u32 mr_kt_imm(u64 seed)
 }
 
 /* The message's pattern, or (flip = ~0) its complement, which differs in every byte. */
-static void mr_kt_fill(struct mr_kt_buf *buf, u32 len, u64 seed, u64 flip)
+void mr_kt_fill(struct mr_kt_buf *buf, u32 len, u64 seed, u64 flip)
 {
 	u64 *w = buf->cpu, last;
 	size_t i, n = len / 8;
@@ -129,7 +134,7 @@ static void mr_kt_fill(struct mr_kt_buf *buf, u32 len, u64 seed, u64 flip)
 }
 
 /* Offset of the first byte that is not the message's pattern, or -1. */
-static long mr_kt_mismatch(const struct mr_kt_buf *buf, u32 len, u64 seed)
+long mr_kt_mismatch(const struct mr_kt_buf *buf, u32 len, u64 seed)
 {
 	const u8 *p = buf->cpu;
 	size_t i, off, chunk;
@@ -378,11 +383,19 @@ static void mr_kt_post_send(struct mr_kt_flow *f)
 		break;
 	}
 
+	if ((f->op->kind == MR_KT_SEND || f->op->kind == MR_KT_WRITE) &&
+	    run->size <= run->inline_max) {
+		wr.send.send_flags |= IB_SEND_INLINE;
+		sge.addr = (uintptr_t)a->slots[slot].cpu;	/* inline: a CPU address */
+	}
 	err = ib_post_send(a->qp, &wr.send, NULL);
 	if (err) {
 		mr_kt_fail(f, "A: post_send of message %u: %pe", msg, ERR_PTR(err));
 		return;
 	}
+	/* Inline data was copied by post_send: the source may change at once. */
+	if (wr.send.send_flags & IB_SEND_INLINE)
+		memset(a->slots[slot].cpu, 0x5a, run->size);
 	f->posted++;
 }
 

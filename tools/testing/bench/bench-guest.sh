@@ -1,0 +1,422 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The benchmark's guest side: both guests of vm.sh --pair --links 8 run this in
+# lock step; a is the client (sender), b the server.  a prints one raw result
+# per line, "BENCH<TAB>scenario<TAB>transport<TAB>param<TAB>rep<TAB>metric<TAB>value",
+# which bench.sh collects and the report tool turns into tables and plots.
+#
+# Arguments (from bench.sh): QUICK (1: the short version), PERFTEST (below),
+# SCENARIOS (default: "loss multipath failure incast manyqp").
+#
+# RDMA traffic goes through rdma_bw/rdma_lat, which pick the tool per device:
+# mr_ktraffic's two-host mode today, perftest for a transport named in
+# PERFTEST (e.g. "rxe"; "metaroce rxe" once the provider runs perftest).
+. "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
+set -o pipefail
+
+quick=${1:-0}
+if [ "$quick" = demo ]; then	# make demo: the loss sweep's 0% and 1% only
+	reps=1 dur=4 lat_dur=2 losses=(0 1) ks=(1 8) fail_dur=20 cut_s=5 incast_ns=(2 8)
+	qps=(1 8)
+elif [ "$quick" = 1 ]; then
+	reps=1 dur=4 lat_dur=2 losses=(0 1 10) ks=(1 8) fail_dur=20 cut_s=5 incast_ns=(2 8)
+	qps=(1 8)
+else
+	reps=2 dur=8 lat_dur=3 losses=(0 0.1 0.5 1 2 5 10) ks=(1 2 4 8) fail_dur=30 cut_s=6
+	incast_ns=(2 4 6 8) qps=(1 4 16)
+fi
+links=$MR_LINKS
+size=65536 depth=16 lat_size=64
+# Per-link rate of the multipath runs: low enough that one link cannot carry
+# any of the transports' flows here.
+mp_rate=2mbit
+perftest=" ${2:-} "
+scenarios=" ${3:-loss multipath failure incast manyqp} "
+want() { [[ "$scenarios" == *" $1 "* ]]; }
+
+declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
+step=0
+sync_step() { step=$((step + 1)); pair_barrier "s$step" || { echo "# barrier s$step failed"; exit 1; }; }
+emit() { [ "$MR_ROLE" = a ] && printf 'BENCH\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; return 0; }
+say() { [ "$MR_ROLE" = a ] && echo "# bench: $*"; return 0; }
+
+# shape_all NETEM [RATE]: the same shaping on every fabric link (this side's egress).
+shape_all() {
+	local i
+	for ((i = 1; i <= links; i++)); do fabric_shape "$i" "$1" "${2:-}" || return 1; done
+}
+
+# ---- the measurements: both guests call them; a reports ----
+
+# kt_pair DEV CLIENT_PARAM...: one two-host mr_ktraffic run; a prints the client lines.
+kt_pair() {
+	local d=$1
+	shift
+	if [ "$MR_ROLE" = b ]; then
+		kt_load dev_a="$d" role=server timeout_ms=120000 >/dev/null
+	else
+		kt_load dev_a="$d" role=client peer="$MR_PEER" timeout_ms=30000 "$@"
+	fi
+	return 0
+}
+
+# perftest_pair DEV SIZE TOOL SECONDS: ib_write_bw for SECONDS, or ib_write_lat
+# for 500 iterations (its percentiles need an iteration count), between the
+# endpoints' IPv4 GIDs (index 1); a prints perftest's report.
+perftest_pair() {
+	local d=$1 s=$2 tool=$3 t=$4 args
+	args=(-d "$d" -x 1 -s "$s" -D "$t" -F --report_gbits)
+	[ "$tool" = ib_write_lat ] && args=(-d "$d" -x 1 -s "$s" -n 500 -F)
+	if [ "$MR_ROLE" = b ]; then
+		timeout $((t + 60)) "$tool" "${args[@]}" >/dev/null 2>&1
+	else
+		sleep 1
+		timeout $((t + 60)) "$tool" "${args[@]}" "$MR_PEER_EP" 2>&1
+	fi
+	return 0
+}
+
+# rdma_bw SCENARIO TRANSPORT PARAM REP: goodput (MB/s) and application errors.
+rdma_bw() {
+	local out mbps err=0
+	sync_step
+	if [[ "$perftest" == *" $2 "* ]]; then
+		out=$(perftest_pair "${dev[$2]}" "$size" ib_write_bw "$dur")
+		# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
+		mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1000 / 8 }' <<<"$out")
+		[ -n "$mbps" ] || err=1
+	else
+		out=$(kt_pair "${dev[$2]}" ops=write size="$size" depth="$depth" ring=64 \
+			count=1000000 duration_ms=$((dur * 1000)))
+		mbps=$(sed -n 's/^mr_ktraffic: write count=.* MBps=\([0-9.]*\) .*/\1/p' <<<"$out")
+		grep -q '^mr_ktraffic: write count=.* PASS' <<<"$out" || err=1
+	fi
+	[ "$MR_ROLE" = a ] || return 0
+	[ "$err" = 0 ] || echo "$out" | sed 's/^/# bench:   /'
+	emit "$1" "$2" "$3" "$4" goodput_MBps "${mbps:-0}"
+	emit "$1" "$2" "$3" "$4" errors "$err"
+	if [ "$err" = 0 ]; then
+		say "$1 $2 $3 rep $4: ${mbps:-0} MB/s"
+	else
+		say "$1 $2 $3 rep $4: ${mbps:-0} MB/s, the run failed"
+	fi
+}
+
+# rdma_lat SCENARIO TRANSPORT PARAM REP: small-message completion time, one
+# message in flight (p50, p99 in microseconds).
+rdma_lat() {
+	local out p50 p99
+	sync_step
+	if [[ "$perftest" == *" $2 "* ]]; then
+		out=$(perftest_pair "${dev[$2]}" "$lat_size" ib_write_lat "$lat_dur")
+		# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
+		# No < <(...): the guests have no /dev/fd.
+		p50=$(awk -v s="$lat_size" '$1 == s { print $5 }' <<<"$out")
+		p99=$(awk -v s="$lat_size" '$1 == s { print $8 }' <<<"$out")
+	else
+		out=$(kt_pair "${dev[$2]}" ops=write size="$lat_size" depth=1 count=1000000 \
+			duration_ms=$((lat_dur * 1000)))
+		p50=$(sed -n 's/^mr_ktraffic: write latency .* p50_us=\([0-9.]*\) .*/\1/p' <<<"$out")
+		p99=$(sed -n 's/^mr_ktraffic: write latency .* p99_us=\([0-9.]*\) .*/\1/p' <<<"$out")
+	fi
+	[ "$MR_ROLE" = a ] || return 0
+	if [ -n "$p50" ] && [ -n "$p99" ]; then
+		emit "$1" "$2" "$3" "$4" lat_p50_us "$p50"
+		emit "$1" "$2" "$3" "$4" lat_p99_us "$p99"
+		emit "$1" "$2" "$3" "$4" lat_errors 0
+		say "$1 $2 $3 rep $4: 64 B Write p50 $p50 us, p99 $p99 us"
+	else
+		emit "$1" "$2" "$3" "$4" lat_errors 1
+		say "$1 $2 $3 rep $4: latency run failed"
+		echo "$out" | sed 's/^/# bench:   /'
+	fi
+}
+
+# tcp_bw SCENARIO PARAM REP: one iperf3 flow, receiver's goodput in MB/s.
+tcp_bw() {
+	local out mbps err=0
+	sync_step
+	[ "$MR_ROLE" = a ] || return 0
+	out=$(timeout $((dur + 30)) iperf3 -c "$MR_PEER_EP" -t "$dur" -f M 2>&1)
+	mbps=$(awk '/receiver$/ { v = $7 } END { if (v != "") print v }' <<<"$out")
+	[ -n "$mbps" ] || { err=1; echo "$out" | tail -n 5 | sed 's/^/# bench:   /'; }
+	emit "$1" tcp "$2" "$3" goodput_MBps "${mbps:-0}"
+	emit "$1" tcp "$2" "$3" errors "$err"
+	say "$1 tcp $2 rep $3: ${mbps:-0} MB/s"
+}
+
+# ---- setup ----
+modprobe metaroce || exit 1
+modprobe rdma_rxe || exit 1
+# Loaded now, not by the first tc command of a link cut (modprobe over 9p is slow).
+modprobe -a sch_netem sch_tbf sch_ingress cls_matchall act_gact 2>/dev/null || true
+rdma link add mr0 type metaroce netdev fab0 || exit 1
+rdma link add rxe0 type rxe netdev fab0 || exit 1
+gid=$(printf '0000:0000:0000:0000:0000:ffff:c612:%02x01' "$(cut -d. -f3 <<<"$MR_EP")")
+wait_for 10 grep -qx "$gid" /sys/class/infiniband/mr0/ports/1/gids/1 || exit 1
+wait_for 10 grep -qx "$gid" /sys/class/infiniband/rxe0/ports/1/gids/1 || exit 1
+if [ "$MR_ROLE" = b ]; then
+	iperf3 -s -D -B "$MR_EP" || exit 1
+fi
+emit meta all - - links "$links"
+emit meta all - - size "$size"
+emit meta all - - depth "$depth"
+emit meta all - - duration_s "$dur"
+emit meta all - - reps "$reps"
+emit meta all - - mp_rate_mbit "${mp_rate%mbit}"
+say "guests ready: $links fabric links, $reps repetition(s), $dur s per goodput run"
+
+if want loss; then
+# ---- 1. loss sweep: every link, every transport, interleaved ----
+for ((rep = 1; rep <= reps; rep++)); do
+	for loss in "${losses[@]}"; do
+		shape_all "loss $loss%"
+		for t in metaroce rxe; do rdma_bw loss "$t" "$loss" "$rep"; done
+		tcp_bw loss "$loss" "$rep"
+		for t in metaroce rxe; do rdma_lat loss "$t" "$loss" "$rep"; done
+	done
+done
+
+fi
+
+if want multipath; then
+# ---- 2. multipath: K rate-limited links; then unequal links ----
+shape_all "" "$mp_rate"
+for ((rep = 1; rep <= reps; rep++)); do
+	for k in "${ks[@]}"; do
+		fabric_use "$k"
+		for t in metaroce rxe; do rdma_bw multipath "$t" "$k" "$rep"; done
+		tcp_bw multipath "$k" "$rep"
+	done
+done
+# Four links at the rate limit, of which one is four times slower and one
+# drops 5%: compared with four equal links measured just above.
+fabric_use 4
+fabric_shape 1 "" "$(( ${mp_rate%mbit} * 1000 / 4 ))kbit"
+fabric_shape 2 "loss 5%" "$mp_rate"
+for ((rep = 1; rep <= reps; rep++)); do
+	for t in metaroce rxe; do rdma_bw unequal "$t" 4 "$rep"; done
+	tcp_bw unequal 4 "$rep"
+done
+
+fi
+
+if want failure; then
+# ---- 3. failure: the busiest of 8 links cut mid-transfer, then restored ----
+fabric_use "$links"
+shape_all ""
+# tx_all: this guest's packets sent on each fabric link, one line, one exec.
+tx_all() {
+	ip netns exec fr sh -c 'for i in $(seq '"$links"'); do
+		cat /sys/class/net/l$i/statistics/tx_packets; done' | paste -sd' '
+}
+# busiest_link: the fabric link this guest sent the most on in the last
+# second, once the flow is under way (at least 20 packets in that second).
+busiest_link() {
+	local a b i best most d
+	for _ in $(seq 30); do
+		read -ra a <<<"$(tx_all)"
+		sleep 1
+		read -ra b <<<"$(tx_all)"
+		best=1 most=-1
+		for ((i = 0; i < links; i++)); do
+			d=$((b[i] - a[i]))
+			[ "$d" -gt "$most" ] && most=$d best=$((i + 1))
+		done
+		[ "$most" -ge 20 ] && break
+	done
+	echo "$best"
+}
+uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# link_cut LINK on|off: black-hole the link both ways at this guest (no carrier
+# change, so routing does not notice: the transport must).
+link_cut() {
+	if [ "$2" = on ]; then
+		fabric_shape "$1" "loss 100%"
+		ip netns exec fr tc qdisc add dev "l$1" handle ffff: ingress
+		ip netns exec fr tc filter add dev "l$1" parent ffff: matchall action drop
+	else
+		ip netns exec fr tc qdisc del dev "l$1" ingress
+		fabric_shape "$1" ""
+	fi
+}
+# Once the flow is under way: 3 s more of baseline, the busiest link cut for
+# cut_s, then restored; the flow runs fail_dur s in all.  a picks the link and
+# tells b over the control wire.  Times are ms since the flow's start (the
+# module's clock line; iperf3's launch).
+failure_run() { # transport
+	local t=$1 link p=$((7900 + step % 50)) t0 t_cut t_back load
+	sync_step
+	t0=$(uptime_ms)
+	if [ "$t" = tcp ]; then
+		[ "$MR_ROLE" = a ] && timeout $((fail_dur + 60)) iperf3 -c "$MR_PEER_EP" \
+			-t "$fail_dur" -i 0.25 -f M >/tmp/failure.out 2>&1 &
+	else
+		kt_pair "${dev[$t]}" ops=write size="$size" depth="$depth" ring=64 count=100000000 \
+			duration_ms=$((fail_dur * 1000)) interval_ms=250 >/tmp/failure.out 2>&1 &
+	fi
+	load=$!
+	if [ "$MR_ROLE" = a ]; then
+		link=$(busiest_link)
+		busybox nc -l -p "$p" <<<"$link" >/dev/null &
+		sleep 3
+	else
+		link=
+		for _ in $(seq 600); do
+			link=$(busybox nc "$MR_PEER" "$p" </dev/null 2>/dev/null) && [ -n "$link" ] && break
+			sleep 0.1
+		done
+		sleep 3
+	fi
+	# The cut starts with its first tc command (egress loss); on a loaded
+	# guest the rest can take a second or more.
+	t_cut=$(uptime_ms)
+	link_cut "$link" on
+	sleep "$cut_s"
+	t_back=$(uptime_ms)
+	link_cut "$link" off
+	wait "$load"
+	[ "$MR_ROLE" = a ] || return 0
+	if [ "$t" != tcp ]; then
+		t0=$(sed -n 's/^mr_ktraffic: clock t0_ms=\([0-9]*\)/\1/p' /tmp/failure.out)
+	fi
+	emit failure "$t" - 1 cut_link "$link"
+	emit failure "$t" - 1 cut_ms "$((t_cut - t0))"
+	emit failure "$t" - 1 restore_ms "$((t_back - t0))"
+	if [ "$t" = tcp ]; then
+		# "[  5]   0.25-0.50   sec  1.00 MBytes  4.00 MBytes/sec"
+		awk '/sec/ && !/sender|receiver/ { split($3, r, "-"); if ($8 == "MBytes/sec")
+			printf "BENCH\tfailure\ttcp\t%d\t1\tMBps\t%s\n", r[2] * 1000, $7 }' /tmp/failure.out
+		grep -q receiver /tmp/failure.out
+		emit failure "$t" - 1 errors $?
+	else
+		awk '/^mr_ktraffic: progress/ { split($3, a, "="); split($4, b, "=");
+			ms = a[2]; if (ms <= lastms) next
+			d = (b[2] - last) / 1e6 / ((ms - lastms) / 1000); last = b[2]; lastms = ms;
+			printf "BENCH\tfailure\t'"$t"'\t%d\t1\tMBps\t%.3f\n", ms, d }' /tmp/failure.out
+		grep -q '^mr_ktraffic: write count=.* PASS' /tmp/failure.out
+		emit failure "$t" - 1 errors $?
+	fi
+	grep -E 'FAIL|failed' /tmp/failure.out | sed 's/^/# bench:   /'
+	say "failure $t: link $link cut at $((t_cut - t0)) ms, restored at $((t_back - t0)) ms"
+}
+for t in metaroce rxe tcp; do failure_run "$t"; done
+
+fi
+
+if want incast; then
+# ---- 4. incast: N sender hosts (namespaces s1..sN in guest a, each its own
+# MetaRoCE device, 198.18.(32+i).1) Write to one receiver in guest b through a shared
+# bottleneck, b's router egress towards its endpoint.  rxe needs init_net
+# and iperf3's server takes one test at a time: MetaRoCE only. ----
+incast_rate=4mbit incast_size=16384 incast_total=192
+fabric_use "$links"
+shape_all ""
+if [ "$MR_ROLE" = a ]; then
+	for ((i = 1; i <= 8; i++)); do
+		ip netns add "s$i"
+		ip -n "s$i" link set lo up
+		ip link add "in$i" netns fr type veth peer name e0 netns "s$i"
+		ip -n "s$i" addr add "198.18.$((32 + i)).1/24" dev e0
+		ip -n fr addr add "198.18.$((32 + i)).254/24" dev "in$i"
+		ip -n "s$i" link set e0 up
+		ip -n fr link set "in$i" up
+		ip -n "s$i" route add default via "198.18.$((32 + i)).254"
+		ip netns exec "s$i" rdma link add "mrs$i" type metaroce netdev e0
+	done
+	for ((i = 1; i <= 8; i++)); do
+		wait_for 10 grep -qx "0000:0000:0000:0000:0000:ffff:c612:$(printf %02x $((32 + i)))01" \
+			"/sys/class/infiniband/mrs$i/ports/1/gids/1" || echo "# bench: mrs$i has no GID"
+	done
+else
+	nh=$(ip -n fr route show "${MR_PEER_EP%.*}.0/24" | tail -n +2 | awk '{ print "nexthop", $2, $3, $4, $5 }')
+	# shellcheck disable=SC2086
+	ip -n fr route add 198.18.32.0/19 $nh
+	ip route add 198.18.32.0/19 via "${MR_EP%.*}.254" dev fab0
+	ip netns exec fr tc qdisc add dev fab0 root tbf rate "$incast_rate" burst 32kb latency 50ms
+fi
+incast_run() { # N REP
+	local n=$1 rep=$2 devs="" i out per=$((incast_total / $1))
+	for ((i = 1; i <= n; i++)); do devs+="${devs:+,}mrs$i"; done
+	sync_step
+	if [ "$MR_ROLE" = b ]; then
+		kt_load dev_a=mr0 role=server flows="$n" timeout_ms=120000 >/dev/null
+		return 0
+	fi
+	out=$(kt_load dev_a="$devs" role=client peer="$MR_PEER" timeout_ms=60000 ops=write \
+		size="$incast_size" depth=8 ring=8 count="$per" interval_ms=250)
+	grep -q "^mr_ktraffic: flows=$n passed=$n" <<<"$out"
+	emit incast metaroce "$n" "$rep" errors $?
+	sed -n 's/^mr_ktraffic: flow\([0-9]*\) write count=.* usec=\([0-9]*\) MBps=\([0-9.]*\) .*/\1 \2 \3/p' \
+		<<<"$out" | while read -r f usec mbps; do
+		emit incast metaroce "$n" "$rep" "flow_MBps" "$mbps"
+		emit incast metaroce "$n" "$rep" "fct_ms" "$((usec / 1000))"
+	done
+	sed -n 's/^mr_ktraffic: flow\([0-9]*\) progress ms=\([0-9]*\) bytes=\([0-9]*\)/\1 \2 \3/p' \
+		<<<"$out" | while read -r f ms bytes; do
+		emit "incast$n" "flow$f" "$ms" "$rep" bytes "$bytes"
+	done
+	grep -E 'FAIL|passed' <<<"$out" | sed 's/^/# bench:   /'
+	say "incast N=$n rep $rep done"
+}
+for ((rep = 1; rep <= reps; rep++)); do
+	for n in "${incast_ns[@]}"; do incast_run "$n" "$rep"; done
+done
+[ "$MR_ROLE" = b ] && ip netns exec fr tc qdisc del dev fab0 root
+
+fi
+
+if want manyqp; then
+# ---- 5. many QPs between one host pair: fairness among them, and kernel
+# memory per QP (count bounds mr_ktraffic's own latency samples to 80 KB per
+# QP; a million, as elsewhere, put 4 MB per QP into the measurement): the
+# report takes the slope of the client's Slab growth
+# while they run between the fewest and the most QPs, so what every run has
+# (the module, page cache) cancels out; each QP's 4 x 4 KiB test buffers
+# remain in it. ----
+slab_kb() { sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo; }
+manyqp_run() { # TRANSPORT Q REP
+	local t=$1 q=$2 rep=$3 out base peak sampler
+	sync_step
+	if [ "$MR_ROLE" = b ]; then
+		kt_load dev_a="${dev[$t]}" role=server flows="$q" timeout_ms=120000 >/dev/null
+		return 0
+	fi
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	base=$(slab_kb)
+	( peak=0; while :; do v=$(slab_kb); [ "$v" -gt "$peak" ] && peak=$v && echo "$peak" >/tmp/slab.peak; sleep 0.2; done ) &
+	sampler=$!
+	out=$(kt_load dev_a="${dev[$t]}" role=client peer="$MR_PEER" timeout_ms=60000 ops=write \
+		size=4096 depth=4 ring=4 flows="$q" count=20000 duration_ms=$((dur * 1000)))
+	kill "$sampler"; wait "$sampler" 2>/dev/null
+	peak=$(cat /tmp/slab.peak)
+	if [ "$q" = 1 ]; then
+		grep -q '^mr_ktraffic: write count=.* PASS' <<<"$out"
+	else
+		grep -q "^mr_ktraffic: flows=$q passed=$q" <<<"$out"
+	fi
+	emit manyqp "$t" "$q" "$rep" errors $?
+	emit manyqp "$t" "$q" "$rep" slab_growth_kb "$((peak - base))"
+	sed -n 's/^mr_ktraffic: \(flow[0-9]* \)\{0,1\}write count=.* MBps=\([0-9.]*\) .*/\2/p' \
+		<<<"$out" | while read -r mbps; do
+		emit manyqp "$t" "$q" "$rep" flow_MBps "$mbps"
+	done
+	grep -E 'FAIL' <<<"$out" | sed 's/^/# bench:   /'
+	say "many QPs: $t Q=$q rep $rep done"
+}
+for ((rep = 1; rep <= reps; rep++)); do
+	for q in "${qps[@]}"; do
+		for t in metaroce rxe; do manyqp_run "$t" "$q" "$rep"; done
+	done
+done
+
+fi
+
+say "MetaRoCE counters at the end:"
+[ "$MR_ROLE" = a ] && rdma statistic show link mr0/1 | tr ' ' '\n' | grep -v '^$' | paste - - |
+	sed 's/^/# bench:   /'
+sync_step
+rdma link delete mr0
+rdma link delete rxe0
+exit 0

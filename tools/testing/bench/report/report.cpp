@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Judges the issue's goals on one run and renders the report's tables and plot scripts.
+#include "report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mr::bench {
+
+namespace {
+
+constexpr const char *kGoodput = "goodput_MBps";
+constexpr double kSettleMs = 1000;	// failure runs: setup and ramp-up, not the baseline
+constexpr double kRecoveredFraction = 0.8;
+
+std::optional<double> one(const Results &r, const std::string &scenario, const std::string &t,
+			  const std::string &metric)
+{
+	auto v = r.values(scenario, t, "-", metric);
+	if (v.empty())
+		return std::nullopt;
+	return v.front();
+}
+
+Recovery failure_recovery(const Results &r, const std::string &t)
+{
+	auto cut = one(r, "failure", t, "cut_ms");
+	if (!cut)
+		return {};
+	return recovery(r.series("failure", t, "MBps"), *cut, kRecoveredFraction, kSettleMs);
+}
+
+std::string cell(const Results &r, const std::string &scenario, const std::string &t,
+		 const std::string &param, const std::string &metric)
+{
+	auto v = r.values(scenario, t, param, metric);
+	if (v.empty())
+		return "-";
+	std::string s = fmt(bench::median(v));
+	if (v.size() > 1)
+		s += " (" + fmt(*std::ranges::min_element(v)) + "-" +
+		     fmt(*std::ranges::max_element(v)) + ")";
+	return s;
+}
+
+std::string errors_cell(const Results &r, const std::string &scenario, const std::string &t,
+			const std::string &param, const std::string &metric)
+{
+	auto v = r.values(scenario, t, param, metric);
+	if (v.empty())
+		return "";
+	double n = r.total(scenario, t, param, metric);
+	return n > 0 ? " **" + fmt(n, 0) + " failed**" : "";
+}
+
+std::string ratio_cell(std::optional<double> x)
+{
+	return x ? fmt(x) + "x" : "-";
+}
+
+} // namespace
+
+std::optional<double> per_qp_slope(std::optional<double> few, std::optional<double> many,
+				   const std::string &n_few, const std::string &n_many)
+{
+	double a = std::atof(n_few.c_str()), b = std::atof(n_many.c_str());
+	if (!few || !many || b <= a)
+		return std::nullopt;
+	return (*many - *few) / (b - a);
+}
+
+IncastRun incast_run(const Results &r, const std::string &n, int rep)
+{
+	IncastRun out;
+	auto mbps = r.values_of_rep("incast", "metaroce", n, "flow_MBps", rep);
+	auto fct = r.values_of_rep("incast", "metaroce", n, "fct_ms", rep);
+	if (mbps.empty() || mbps.size() != fct.size())
+		return out;
+	double bytes = 0;
+	for (size_t i = 0; i < mbps.size(); i++)
+		bytes += mbps[i] * fct[i] * 1000;	// MB/s is bytes per us
+	double longest = *std::ranges::max_element(fct);
+	if (longest > 0)
+		out.aggregate_MBps = bytes / (longest * 1000);
+	out.jain = jain_index(mbps);
+	out.p99_fct_ms = percentile(fct, 99);
+	std::vector<std::vector<Sample>> flows;
+	for (size_t f = 0; f < mbps.size(); f++)
+		flows.push_back(r.series("incast" + n, "flow" + std::to_string(f), "bytes", rep));
+	out.converge_ms = convergence_ms(flows, 500, 0.95, 3);
+	return out;
+}
+
+std::string fmt(std::optional<double> value, int decimals)
+{
+	if (!value)
+		return "-";
+	char buf[64];
+	std::snprintf(buf, sizeof(buf), "%.*f", decimals, *value);
+	return buf;
+}
+
+std::vector<Goal> evaluate_goals(const Results &r, double rto_ms)
+{
+	auto loss = [&](const std::string &t, const std::string &p) {
+		return r.median("loss", t, p, kGoodput);
+	};
+	std::vector<Goal> goals;
+	goals.push_back({"MetaRoCE goodput at 1% loss / lossless", ">= 0.90",
+			 ratio(loss("metaroce", "1"), loss("metaroce", "0")), 0.90, false,
+			 "medians over repetitions, loss on every fabric link"});
+	goals.push_back({"MetaRoCE goodput at 10% loss / lossless", ">= 0.50",
+			 ratio(loss("metaroce", "10"), loss("metaroce", "0")), 0.50, false,
+			 "medians over repetitions"});
+	goals.push_back({"MetaRoCE lossless goodput / rxe's", ">= 2.0",
+			 ratio(loss("metaroce", "0"), loss("rxe", "0")), 2.0, false,
+			 "same fabric, message size and depth; same tool (mr_ktraffic) unless the "
+			 "command names rxe in BENCH_PERFTEST"});
+	goals.push_back({"MetaRoCE lossless goodput / TCP's (iperf3)", ">= 1.0",
+			 ratio(loss("metaroce", "0"), loss("tcp", "0")), 1.0, false,
+			 "one iperf3 flow on the same fabric"});
+	goals.push_back({"Multipath: MetaRoCE goodput 8 links / 1 link", ">= 6.0",
+			 ratio(r.median("multipath", "metaroce", "8", kGoodput),
+			       r.median("multipath", "metaroce", "1", kGoodput)),
+			 6.0, false, "every link rate-limited"});
+	auto rec = failure_recovery(r, "metaroce");
+	Goal g{"Failure: time to 80% of the pre-failure goodput, in RTOs", "<= 10", std::nullopt,
+	       10, true, ""};
+	if (rec.recovery_ms && rto_ms > 0)
+		g.measured = *rec.recovery_ms / rto_ms;
+	g.note = "RTO = " + fmt(rto_ms, 0) + " ms; recovery " +
+		 (rec.recovery_ms ? fmt(rec.recovery_ms, 0) + " ms" :
+				    std::string(rec.before ? "never within the run" : "not measured"));
+	goals.push_back(g);
+	auto err = r.values("failure", "metaroce", "-", "errors");
+	goals.push_back({"Failure: errors surfaced to the application", "= 0",
+			 err.empty() ? std::nullopt : std::optional<double>(err.front()), 0, true,
+			 "a failed completion or a failed data check counts"});
+	auto ns = r.params("incast");
+	std::vector<double> jains, converge;
+	for (int rep : r.reps("incast")) {
+		if (ns.empty())
+			break;
+		auto run = incast_run(r, ns.back(), rep);
+		if (run.jain)
+			jains.push_back(*run.jain);
+		if (run.converge_ms)
+			converge.push_back(*run.converge_ms);
+	}
+	goals.push_back({"Incast: Jain's index over the senders' goodput", ">= 0.95",
+			 bench::median(jains), 0.95, false,
+			 ns.empty() ? "not measured" :
+				      "N = " + ns.back() + " senders, whole-run goodput per sender; "
+				      "time to Jain >= 0.95 over 500 ms bins: " +
+					      (converge.size() == jains.size() && !jains.empty() ?
+						       fmt(bench::median(converge), 0) + " ms" :
+						       std::string("not reached in every run"))});
+	return goals;
+}
+
+std::string markdown(const Results &r, const RunInfo &info)
+{
+	std::ostringstream md;
+	auto meta = [&](const std::string &m) { return fmt(one(r, "meta", "all", m), 0); };
+	md << "# MetaRoCE benchmark results\n\n";
+	md << "- command: `" << info.command << "`\n";
+	md << "- date: " << info.date << "\n";
+	md << "- machine: " << info.machine << "\n";
+	md << "- fabric: two QEMU guests, " << meta("links")
+	   << " links (layer-4 ECMP) between the endpoints; Writes of " << meta("size")
+	   << " B, " << meta("depth") << " in flight, " << meta("duration_s")
+	   << " s per goodput run, " << meta("reps") << " repetition(s), interleaved\n";
+	md << "- values: median over repetitions (range in brackets); ratios are within this "
+	      "run. The guests are TCG-emulated on a shared machine: absolute numbers mean "
+	      "little, compare ratios only.\n\n";
+
+	md << "## Method\n\n"
+	      "- Topology (`vm.sh --pair --links K`): each guest keeps its endpoint "
+	      "(198.18.1.1, 198.18.2.1) in its initial namespace on a veth to a router "
+	      "namespace that owns the fabric NICs; the routers forward with a layer-4 "
+	      "multipath hash over the links, each link its own subnet and its own QEMU "
+	      "socket wire. Loss, rate and delay are netem/tbf on every link's egress on "
+	      "both sides. MetaRoCE, rxe and TCP all run between the same two endpoints.\n"
+	      "- RDMA traffic: `mr_ktraffic` in two-host mode (kernel Verbs, RC QPs, RDMA "
+	      "Writes) for MetaRoCE and rxe alike; QPN, GID, rkey and buffer addresses go "
+	      "over a kernel TCP socket on the control wire (198.18.0.0/24). Every message "
+	      "carries a pattern unique to the run and message; the receiver checks the last "
+	      "message in each of its 64 ring slots after the run (Sends: every message). "
+	      "A completion in error or a wrong byte is an application error. Latency is "
+	      "the post-to-completion time of 64 B Writes with one in flight. TCP is one "
+	      "iperf3 flow.\n"
+	      "- Multipath: the route uses links 1..K, every link limited by tbf. Unequal: "
+	      "four links, one at a quarter of the rate, one with 5% loss.\n"
+	      "- Failure: once the flow runs, the link that carries most of the sender's "
+	      "packets is black-holed both ways (netem 100% loss on egress, an ingress drop "
+	      "filter; the carrier stays up, so routing does not react) and restored after "
+	      "some seconds; goodput is sampled every 250 ms; recovery is the time from the "
+	      "cut until goodput is back at 80% of its pre-cut mean and holds for a second.\n"
+	      "- Incast: N namespaces in one guest, each with its own MetaRoCE device and "
+	      "address, Write a fixed amount each to one receiver whose router egress is the "
+	      "shared bottleneck (tbf). rxe works in the initial namespace only and iperf3's "
+	      "server takes one test at a time, so this scenario is MetaRoCE only.\n"
+	      "- Many QPs: Q QPs between the same two devices, each its own kernel thread.\n\n";
+
+	md << "## Goals\n\n| goal | target | measured | verdict | note |\n|---|---|---|---|---|\n";
+	for (const auto &g : evaluate_goals(r, info.rto_ms))
+		md << "| " << g.what << " | " << g.target << " | " << fmt(g.measured) << " | "
+		   << (g.measured ? (g.met() ? "met" : "**missed**") : "**not measured**")
+		   << " | " << g.note << " |\n";
+
+	auto losses = r.params("loss");
+	auto lt = r.transports("loss");
+	if (!losses.empty()) {
+		md << "\n## 1. Loss sweep: goodput (MB/s) and its ratio to the same transport "
+		      "lossless\n\n| loss % |";
+		for (const auto &t : lt)
+			md << " " << t << " | x 0% |";
+		md << "\n|---|";
+		for (size_t i = 0; i < lt.size(); i++)
+			md << "---|---|";
+		md << "\n";
+		for (const auto &p : losses) {
+			md << "| " << p << " |";
+			for (const auto &t : lt)
+				md << " " << cell(r, "loss", t, p, kGoodput)
+				   << errors_cell(r, "loss", t, p, "errors") << " | "
+				   << ratio_cell(ratio(r.median("loss", t, p, kGoodput),
+						       r.median("loss", t, "0", kGoodput)))
+				   << " |";
+			md << "\n";
+		}
+		md << "\n### Small-message latency (64 B Write, one in flight): p50 / p99 in us\n\n"
+		      "| loss % |";
+		std::vector<std::string> lat_t;
+		for (const auto &t : lt)
+			if (!r.values("loss", t, losses.front(), "lat_errors").empty())
+				lat_t.push_back(t);
+		for (const auto &t : lat_t)
+			md << " " << t << " p50 | " << t << " p99 |";
+		md << "\n|---|";
+		for (size_t i = 0; i < lat_t.size(); i++)
+			md << "---|---|";
+		md << "\n";
+		for (const auto &p : losses) {
+			md << "| " << p << " |";
+			for (const auto &t : lat_t)
+				md << " " << fmt(r.median("loss", t, p, "lat_p50_us"), 0)
+				   << errors_cell(r, "loss", t, p, "lat_errors") << " | "
+				   << fmt(r.median("loss", t, p, "lat_p99_us"), 0) << " |";
+			md << "\n";
+		}
+	}
+
+	auto ks = r.params("multipath");
+	auto mt = r.transports("multipath");
+	if (!ks.empty()) {
+		md << "\n## 2. Multipath: K links, each rate-limited to " << meta("mp_rate_mbit")
+		   << " Mbit/s; goodput (MB/s) and its ratio to one link\n\n| links |";
+		for (const auto &t : mt)
+			md << " " << t << " | x 1 link |";
+		md << "\n|---|";
+		for (size_t i = 0; i < mt.size(); i++)
+			md << "---|---|";
+		md << "\n";
+		for (const auto &k : ks) {
+			md << "| " << k << " |";
+			for (const auto &t : mt)
+				md << " " << cell(r, "multipath", t, k, kGoodput)
+				   << errors_cell(r, "multipath", t, k, "errors") << " | "
+				   << ratio_cell(ratio(r.median("multipath", t, k, kGoodput),
+						       r.median("multipath", t, "1", kGoodput)))
+				   << " |";
+			md << "\n";
+		}
+		if (!r.params("unequal").empty()) {
+			md << "| 4 unequal (one 4x slower, one 5% loss), x 4 equal |";
+			for (const auto &t : mt)
+				md << " " << cell(r, "unequal", t, "4", kGoodput)
+				   << errors_cell(r, "unequal", t, "4", "errors") << " | "
+				   << ratio_cell(ratio(r.median("unequal", t, "4", kGoodput),
+						       r.median("multipath", t, "4", kGoodput)))
+				   << " |";
+			md << "\n";
+		}
+	}
+
+	auto ft = r.transports("failure");
+	if (!ft.empty()) {
+		md << "\n## 3. Failure: the busiest of the links black-holed mid-transfer, then "
+		      "restored\n\n| transport | link cut | cut at ms | restored at ms | before "
+		      "MB/s | lowest after cut MB/s | recovery to 80% ms | errors |\n"
+		      "|---|---|---|---|---|---|---|---|\n";
+		for (const auto &t : ft) {
+			auto rec = failure_recovery(r, t);
+			md << "| " << t << " | " << fmt(one(r, "failure", t, "cut_link"), 0) << " | "
+			   << fmt(one(r, "failure", t, "cut_ms"), 0) << " | "
+			   << fmt(one(r, "failure", t, "restore_ms"), 0) << " | " << fmt(rec.before)
+			   << " | " << fmt(rec.lowest_after_cut) << " | "
+			   << (rec.recovery_ms ? fmt(rec.recovery_ms, 0) : std::string("never"))
+			   << " | " << fmt(one(r, "failure", t, "errors"), 0) << " |\n";
+		}
+	}
+	auto incast_ns = r.params("incast");
+	if (!incast_ns.empty()) {
+		md << "\n## 4. Incast: N MetaRoCE senders, one receiver behind a shared "
+		      "bottleneck\n\n| senders | aggregate MB/s | Jain's index | p99 flow "
+		      "completion ms | time to Jain >= 0.95 ms | errors |\n|---|---|---|---|---|---|\n";
+		for (const auto &n : incast_ns) {
+			std::vector<double> agg, jain, fct, conv;
+			for (int rep : r.reps("incast")) {
+				auto run = incast_run(r, n, rep);
+				if (run.aggregate_MBps)
+					agg.push_back(*run.aggregate_MBps);
+				if (run.jain)
+					jain.push_back(*run.jain);
+				if (run.p99_fct_ms)
+					fct.push_back(*run.p99_fct_ms);
+				if (run.converge_ms)
+					conv.push_back(*run.converge_ms);
+			}
+			md << "| " << n << " | " << fmt(bench::median(agg)) << " | "
+			   << fmt(bench::median(jain), 3) << " | " << fmt(bench::median(fct), 0)
+			   << " | "
+			   << (conv.empty() ? std::string("never") : fmt(bench::median(conv), 0))
+			   << " | " << fmt(r.total("incast", "metaroce", n, "errors"), 0) << " |\n";
+		}
+	}
+	auto qs = r.params("manyqp");
+	if (!qs.empty()) {
+		md << "\n## 5. Many QPs between one host pair: each QP Writes 4 KiB messages, 4 in "
+		      "flight\n\n| transport | QPs | aggregate MB/s | Jain's index over QPs | "
+		      "Slab growth at the client, KiB | errors |\n"
+		      "|---|---|---|---|---|---|\n";
+		for (const auto &t : r.transports("manyqp")) {
+			for (const auto &q : qs) {
+				std::vector<double> agg, jain;
+				for (int rep : r.reps("manyqp")) {
+					auto v = r.values_of_rep("manyqp", t, q, "flow_MBps", rep);
+					double sum = 0;
+					for (double x : v)
+						sum += x;
+					if (!v.empty())
+						agg.push_back(sum);
+					if (auto j = jain_index(v))
+						jain.push_back(*j);
+				}
+				md << "| " << t << " | " << q << " | " << fmt(bench::median(agg)) << " | "
+				   << fmt(bench::median(jain), 3) << " | "
+				   << fmt(r.median("manyqp", t, q, "slab_growth_kb"), 0) << " | "
+				   << fmt(r.total("manyqp", t, q, "errors"), 0) << " |\n";
+			}
+		}
+		md << "\nKernel memory per QP, the slope of the Slab growth from " << qs.front()
+		   << " to " << qs.back() << " QPs (it includes each QP's 4 x 4 KiB test "
+		   << "buffers and CQ, the same for both transports):\n\n";
+		for (const auto &t : r.transports("manyqp"))
+			md << "- " << t << ": "
+			   << fmt(per_qp_slope(r.median("manyqp", t, qs.front(), "slab_growth_kb"),
+					       r.median("manyqp", t, qs.back(), "slab_growth_kb"),
+					       qs.front(), qs.back()),
+				  1)
+			   << " KiB per QP\n";
+	}
+	return md.str();
+}
+
+namespace {
+
+std::vector<std::string> table_cells(const std::string &row)
+{
+	std::vector<std::string> cells;
+	std::string cell;
+	std::istringstream in(row.substr(1));
+	while (std::getline(in, cell, '|')) {
+		auto b = cell.find_first_not_of(' ');
+		auto e = cell.find_last_not_of(' ');
+		cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+	}
+	return cells;
+}
+
+// Markdown inline code `x` is ``x`` in reStructuredText; a cell's quotes are doubled.
+std::string rst_inline(std::string text, bool csv)
+{
+	std::string out;
+	for (char c : text) {
+		if (c == '`')
+			out += "``";
+		else if (c == '"' && csv)
+			out += "\"\"";
+		else
+			out += c;
+	}
+	return out;
+}
+
+std::string csv_row(const std::vector<std::string> &cells)
+{
+	std::string out;
+	for (size_t i = 0; i < cells.size(); i++)
+		out += (i ? ", \"" : "\"") + rst_inline(cells[i], true) + "\"";
+	return out;
+}
+
+} // namespace
+
+std::string markdown_to_rst(const std::string &md, const std::string &image_dir)
+{
+	std::istringstream in(md);
+	std::ostringstream rst;
+	std::string line;
+	std::vector<std::string> table;
+	auto flush_table = [&] {
+		if (table.size() < 2) {
+			table.clear();
+			return;
+		}
+		rst << ".. csv-table::\n   :header: " << csv_row(table_cells(table[0]))
+		    << "\n\n";
+		for (size_t i = 2; i < table.size(); i++)
+			rst << "   " << csv_row(table_cells(table[i])) << "\n";
+		rst << "\n";
+		table.clear();
+	};
+	const char underline[] = {'=', '-', '~'};
+	while (std::getline(in, line)) {
+		if (line.starts_with("|")) {
+			table.push_back(line);
+			continue;
+		}
+		flush_table();
+		size_t level = line.find_first_not_of('#');
+		if (level > 0 && level <= 3 && level != std::string::npos && line[level] == ' ') {
+			auto title = rst_inline(line.substr(level + 1), false);
+			rst << title << "\n" << std::string(title.size(), underline[level - 1]) << "\n";
+		} else if (line.starts_with("![")) {
+			auto open = line.find("](");
+			auto target = line.substr(open + 2, line.size() - open - 3);
+			rst << ".. image:: " << image_dir << target << "\n   :alt: "
+			    << line.substr(2, open - 2) << "\n\n";
+		} else {
+			rst << rst_inline(line, false) << "\n";
+		}
+	}
+	flush_table();
+	return rst.str();
+}
+
+namespace {
+
+void plot_header(std::ofstream &gp, const std::string &png, const std::string &title,
+		 const std::string &xlabel, const std::string &ylabel)
+{
+	gp << "set terminal pngcairo size 900,540 noenhanced\n"
+	   << "set output '" << png << "'\n"
+	   << "set title '" << title << "'\nset xlabel '" << xlabel << "'\nset ylabel '"
+	   << ylabel << "'\nset grid\nset key outside right\nset datafile missing '-'\n";
+}
+
+// One row per param, one column per transport; x is the row's index (params as labels).
+std::filesystem::path table_plot(const Results &r, const std::filesystem::path &dir,
+				 const std::string &name, const std::string &scenario,
+				 const std::string &metric, bool normalise, const std::string &base,
+				 const std::string &title, const std::string &xlabel,
+				 const std::string &ylabel)
+{
+	auto params = r.params(scenario);
+	auto ts = r.transports(scenario);
+	std::vector<std::string> used;
+	for (const auto &t : ts)
+		if (!r.values(scenario, t, params.front(), metric).empty())
+			used.push_back(t);
+	std::ofstream dat(dir / (name + ".dat"));
+	dat << "# " << scenario << " " << metric << (normalise ? " / " + base : "") << "\nparam";
+	for (const auto &t : used)
+		dat << " " << t;
+	dat << "\n";
+	for (const auto &p : params) {
+		dat << p;
+		for (const auto &t : used) {
+			auto v = r.median(scenario, t, p, metric);
+			if (normalise)
+				v = ratio(v, r.median(scenario, t, base, metric));
+			dat << " " << fmt(v, 4);
+		}
+		dat << "\n";
+	}
+	auto gp_path = dir / (name + ".gp");
+	std::ofstream gp(gp_path);
+	plot_header(gp, name + ".png", title, xlabel, ylabel);
+	gp << "set yrange [0:*]\nplot ";
+	for (size_t i = 0; i < used.size(); i++)
+		gp << (i ? ", " : "") << "'" << name << ".dat' using 0:" << i + 2
+		   << ":xticlabels(1) with linespoints lw 2 title '" << used[i] << "'";
+	gp << "\n";
+	return gp_path;
+}
+
+} // namespace
+
+std::vector<std::filesystem::path> write_plots(const Results &r, const std::filesystem::path &dir)
+{
+	std::vector<std::filesystem::path> out;
+	if (!r.params("loss").empty()) {
+		out.push_back(table_plot(r, dir, "loss_goodput", "loss", kGoodput, false, "",
+					 "Goodput vs random loss on every link", "loss %", "MB/s"));
+		out.push_back(table_plot(r, dir, "loss_ratio", "loss", kGoodput, true, "0",
+					 "Goodput relative to the same transport lossless",
+					 "loss %", "x lossless"));
+		out.push_back(table_plot(r, dir, "loss_latency_p99", "loss", "lat_p99_us", false, "",
+					 "64 B Write completion time, p99", "loss %", "us"));
+	}
+	if (!r.params("multipath").empty())
+		out.push_back(table_plot(r, dir, "multipath", "multipath", kGoodput, true, "1",
+					 "Goodput over K rate-limited links, relative to K = 1",
+					 "links", "x one link"));
+	auto ft = r.transports("failure");
+	std::vector<std::string> with_series;
+	for (const auto &t : ft)
+		if (!r.series("failure", t, "MBps").empty())
+			with_series.push_back(t);
+	if (!with_series.empty()) {
+		auto gp_path = dir / "failure.gp";
+		std::ofstream gp(gp_path);
+		plot_header(gp, "failure.png",
+			    "Goodput over time, one link cut and restored (dashed: MetaRoCE cut, dotted: restore)",
+			    "ms since start", "MB/s");
+		for (const auto &t : with_series) {
+			std::ofstream dat(dir / ("failure_" + t + ".dat"));
+			for (const auto &s : r.series("failure", t, "MBps"))
+				dat << s.t_ms << " " << s.value << "\n";
+		}
+		if (auto cut = one(r, "failure", "metaroce", "cut_ms"))
+			gp << "set arrow from " << *cut << ", graph 0 to " << *cut
+			   << ", graph 1 nohead dt 2\n";
+		if (auto back = one(r, "failure", "metaroce", "restore_ms"))
+			gp << "set arrow from " << *back << ", graph 0 to " << *back
+			   << ", graph 1 nohead dt 3\n";
+		gp << "plot ";
+		for (size_t i = 0; i < with_series.size(); i++)
+			gp << (i ? ", " : "") << "'failure_" << with_series[i]
+			   << ".dat' using 1:2 with lines lw 2 title '" << with_series[i] << "'";
+		gp << "\n";
+		out.push_back(gp_path);
+	}
+	return out;
+}
+
+} // namespace mr::bench

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Raw result lines in, grouped values and the goals out.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "report.hpp"
+#include "results.hpp"
+
+using namespace mr::bench;
+
+namespace {
+
+Results parse(const std::string &text, std::vector<std::string> &errors)
+{
+	std::istringstream in(text);
+	return Results::parse(in, errors);
+}
+
+std::string line(const std::string &s, const std::string &t, const std::string &p, int rep,
+		 const std::string &m, const std::string &v)
+{
+	return "BENCH\t" + s + "\t" + t + "\t" + p + "\t" + std::to_string(rep) + "\t" + m + "\t" +
+	       v + "\n";
+}
+
+} // namespace
+
+TEST(Results, OnlyBenchLinesCountAndBadOnesAreReported)
+{
+	std::vector<std::string> errors;
+	auto r = parse("[bench-a] boot noise\n" + line("loss", "tcp", "0", 1, "goodput_MBps", "5") +
+			       "BENCH\tloss\ttcp\t0\t1\tgoodput_MBps\tfast\n"
+			       "BENCH\tshort\tline\n"
+			       "BENCH\tloss\ttcp\t0\t1\tgoodput_MBps\t-nan\n" +
+			       line("loss", "tcp", "0", 2, "goodput_MBps", "7.5"),
+		       errors);
+	EXPECT_EQ(errors.size(), 3u);
+	EXPECT_EQ(r.values("loss", "tcp", "0", "goodput_MBps"), (std::vector<double>{5, 7.5}));
+}
+
+TEST(Results, MedianOverRepetitionsAndFirstSeenOrder)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("loss", "rxe", "0", 1, "goodput_MBps", "3") +
+			       line("loss", "rxe", "1", 1, "goodput_MBps", "1") +
+			       line("loss", "rxe", "0", 2, "goodput_MBps", "5") +
+			       line("loss", "rxe", "0", 3, "goodput_MBps", "4") +
+			       line("loss", "metaroce", "0", 1, "goodput_MBps", "9"),
+		       errors);
+	EXPECT_TRUE(errors.empty());
+	EXPECT_EQ(r.median("loss", "rxe", "0", "goodput_MBps"), 4);
+	EXPECT_EQ(r.params("loss"), (std::vector<std::string>{"0", "1"}));
+	EXPECT_EQ(r.transports("loss"), (std::vector<std::string>{"rxe", "metaroce"}));
+	EXPECT_FALSE(r.median("loss", "tcp", "0", "goodput_MBps"));
+}
+
+TEST(Results, TimeSeriesAreSortedByTime)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("failure", "tcp", "500", 1, "MBps", "2") +
+			       line("failure", "tcp", "250", 1, "MBps", "1"),
+		       errors);
+	auto s = r.series("failure", "tcp", "MBps");
+	ASSERT_EQ(s.size(), 2u);
+	EXPECT_EQ(s[0].t_ms, 250);
+	EXPECT_EQ(s[1].value, 2);
+}
+
+TEST(Goals, LossGoalsAreRatiosToTheSameTransportLossless)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("loss", "metaroce", "0", 1, "goodput_MBps", "10") +
+			       line("loss", "metaroce", "1", 1, "goodput_MBps", "9.5") +
+			       line("loss", "metaroce", "10", 1, "goodput_MBps", "4") +
+			       line("loss", "rxe", "0", 1, "goodput_MBps", "4") +
+			       line("loss", "tcp", "0", 1, "goodput_MBps", "12"),
+		       errors);
+	auto goals = evaluate_goals(r, 32);
+	ASSERT_GE(goals.size(), 4u);
+	EXPECT_DOUBLE_EQ(*goals[0].measured, 0.95);
+	EXPECT_TRUE(goals[0].met());
+	EXPECT_DOUBLE_EQ(*goals[1].measured, 0.4);
+	EXPECT_FALSE(goals[1].met());
+	EXPECT_DOUBLE_EQ(*goals[2].measured, 2.5);
+	EXPECT_TRUE(goals[2].met());
+	EXPECT_NEAR(*goals[3].measured, 10.0 / 12.0, 1e-12);
+	EXPECT_FALSE(goals[3].met());
+}
+
+TEST(Goals, UnmeasuredGoalsAreNeverMet)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("loss", "tcp", "0", 1, "goodput_MBps", "1"), errors);
+	for (const auto &g : evaluate_goals(r, 32)) {
+		EXPECT_FALSE(g.measured) << g.what;
+		EXPECT_FALSE(g.met()) << g.what;
+	}
+}
+
+TEST(Goals, FailureRecoveryCountsInRtosAndErrorsMustBeZero)
+{
+	std::string text = line("failure", "metaroce", "-", 1, "cut_ms", "2000") +
+			   line("failure", "metaroce", "-", 1, "errors", "0");
+	for (int t = 1250; t <= 4000; t += 250)
+		text += line("failure", "metaroce", std::to_string(t), 1, "MBps",
+			     t <= 2000 ? "10" : t <= 2250 ? "0" : "10");
+	std::vector<std::string> errors;
+	auto goals = evaluate_goals(parse(text, errors), 32);
+	const Goal *recovery = nullptr, *app_errors = nullptr;
+	for (const auto &g : goals) {
+		if (g.what.starts_with("Failure: time"))
+			recovery = &g;
+		if (g.what.starts_with("Failure: errors"))
+			app_errors = &g;
+	}
+	ASSERT_TRUE(recovery && app_errors);
+	// Back in the interval 2250-2500: 250 ms after the cut, 7.8 RTOs of 32 ms.
+	EXPECT_NEAR(*recovery->measured, 250.0 / 32.0, 1e-12);
+	EXPECT_TRUE(recovery->met());
+	EXPECT_TRUE(app_errors->met());
+}
+
+TEST(Report, MarkdownNamesEveryGoalVerdict)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("loss", "metaroce", "0", 1, "goodput_MBps", "10") +
+			       line("loss", "metaroce", "1", 1, "goodput_MBps", "9.5"),
+		       errors);
+	auto md = markdown(r, {"make bench", "today", "test", 32});
+	EXPECT_NE(md.find("| MetaRoCE goodput at 1% loss / lossless | >= 0.90 | 0.95 | met |"),
+		  std::string::npos);
+	EXPECT_NE(md.find("**not measured**"), std::string::npos);
+	EXPECT_NE(md.find("| 1 | 9.50 | 0.95x |"), std::string::npos);
+}
+
+TEST(Incast, AggregateJainAndTailFromPerFlowLines)
+{
+	// Two senders: 2 MB/s for 1000 ms (2 MB) and 1 MB/s for 2000 ms (2 MB).
+	std::vector<std::string> errors;
+	auto r = parse(line("incast", "metaroce", "2", 1, "flow_MBps", "2") +
+			       line("incast", "metaroce", "2", 1, "fct_ms", "1000") +
+			       line("incast", "metaroce", "2", 1, "flow_MBps", "1") +
+			       line("incast", "metaroce", "2", 1, "fct_ms", "2000"),
+		       errors);
+	auto run = incast_run(r, "2", 1);
+	EXPECT_DOUBLE_EQ(*run.aggregate_MBps, 2.0);	// 4 MB in 2 s
+	EXPECT_DOUBLE_EQ(*run.jain, 9.0 / 10.0);
+	EXPECT_EQ(run.p99_fct_ms, 2000);
+	EXPECT_FALSE(run.converge_ms);	// no progress series
+	auto goals = evaluate_goals(r, 32);
+	EXPECT_DOUBLE_EQ(*goals.back().measured, 0.9);
+	EXPECT_FALSE(goals.back().met());
+}
+
+TEST(Rst, HeadingsTablesImagesAndCode)
+{
+	auto rst = markdown_to_rst("# Title\n\n- command: `make bench`\n\n| a | b \"x\" |\n|---|---|\n"
+				   "| 1 | **2** |\n\n![plot](p.png)\n",
+				   "results/");
+	EXPECT_EQ(rst, "Title\n=====\n\n- command: ``make bench``\n\n.. csv-table::\n"
+		       "   :header: \"a\", \"b \"\"x\"\"\"\n\n   \"1\", \"**2**\"\n\n\n"
+		       ".. image:: results/p.png\n   :alt: plot\n\n");
+}
+
+TEST(ManyQps, MemoryPerQpIsTheSlopeBetweenFewAndMany)
+{
+	EXPECT_DOUBLE_EQ(*per_qp_slope(1000.0, 2500.0, "1", "16"), 100.0);
+	EXPECT_FALSE(per_qp_slope(1000.0, std::nullopt, "1", "16"));
+	EXPECT_FALSE(per_qp_slope(1000.0, 900.0, "4", "4"));
+}

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The statistics the benchmark report rests on: percentiles, fairness, ratios, recovery.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace mr::bench {
+
+// Nearest-rank percentile (p in [0, 100]) of unsorted samples; nullopt if there are none.
+std::optional<double> percentile(std::span<const double> samples, double p);
+
+// The median, as the 50th nearest-rank percentile (the lower middle of an even count).
+std::optional<double> median(std::span<const double> samples);
+
+// Jain's fairness index (sum x)^2 / (n * sum x^2): 1 when all are equal, 1/n when one
+// takes everything; nullopt for no samples or all zero.
+std::optional<double> jain_index(std::span<const double> shares);
+
+// value / baseline; nullopt when either is missing or the baseline is not positive.
+std::optional<double> ratio(std::optional<double> value, std::optional<double> baseline);
+
+struct Sample {
+	double t_ms;
+	double value;
+};
+
+// Throughput around a link failure: the mean before it, and how long after the cut the
+// first sample got back to fraction of that mean (nullopt: it never did).
+struct Recovery {
+	std::optional<double> before;
+	std::optional<double> recovery_ms;
+	std::optional<double> lowest_after_cut;
+};
+Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction,
+		  double settle_ms);
+
+// Incast convergence: each flow's cumulative bytes over time (samples in time order,
+// implicitly 0 at time 0).  In bins of bin_ms, the flows still sending share the
+// bottleneck; returns the start of the first of hold consecutive bins in which
+// Jain's index over their rates is at least threshold (nullopt: never).
+std::optional<double> convergence_ms(const std::vector<std::vector<Sample>> &flows, double bin_ms,
+				     double threshold, int hold);
+
+} // namespace mr::bench

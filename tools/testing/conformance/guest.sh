@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# In a test guest (vm.sh): the DUT (metaroce.ko, mr0 on veth cd/v2 198.18.1.2) and the
+# tester (mr_conformance in namespace ct on v1 198.18.1.1), then the suite's TAP and JUnit.
+#   guest.sh [MUTANT_KO [GTEST_FILTER]]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+suite=$top/build/conformance/mr_conformance
+mutant=${1:-}
+filter=${2:-*}
+
+if [ -n "$mutant" ]; then
+	# The guest's module tree is a tmpfs overlay: the mutant replaces the module there.
+	cp "$mutant" "/lib/modules/$(uname -r)/updates/metaroce.ko"
+	echo "# device under test: mutant $mutant"
+fi
+
+ip netns add ct
+ip netns add cd
+ip link add v1 netns ct type veth peer name v2 netns cd
+ip -n ct addr add 198.18.1.1/24 dev v1
+ip -n ct addr add 198.18.1.3/24 dev v1	# a second tester address, above the DUT
+for a in 4 5 $(seq 10 17); do	# more, for fresh handshakes
+	ip -n ct addr add 198.18.1.$a/24 dev v1
+done
+ip -n cd addr add 198.18.1.2/24 dev v2
+for ns in ct cd; do ip -n "$ns" link set lo up; done
+ip -n ct link set v1 up
+ip -n cd link set v2 up
+modprobe metaroce
+ip netns exec cd rdma link add mr0 type metaroce netdev v2
+insmod "$here/dut/mr_dut.ko" ibdev=mr0
+
+# `ip netns exec` remounts /sys: the tester reaches the control file through /run.
+mkdir -p /run/mr_debugfs
+mount -t debugfs debugfs /run/mr_debugfs
+export CONF_DUT_CTL=/run/mr_debugfs/mr_dut/ctl
+
+rc=0
+ip netns exec ct "$suite" --gtest_filter="$filter" \
+	--gtest_output=xml:/tmp/conformance.xml || rc=$?
+echo "=== JUNIT-BEGIN"
+cat /tmp/conformance.xml 2>/dev/null || true
+echo "=== JUNIT-END"
+
+rmmod mr_dut
+ip netns exec cd rdma link delete mr0
+exit "$rc"

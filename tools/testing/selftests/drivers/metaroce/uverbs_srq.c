@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* A user SRQ shared by two QPs: data, a bad WQE, the full ring, the limit event. */
+
+/*
+ * usage: uverbs_srq DEV_A DEV_B GID_A GID_B
+ * Opens two MetaRoCE devices (linked over a veth pair) and connects two RC
+ * QP pairs; B's two QPs take their receives from one SRQ of DEPTH WQEs.
+ * The first WQE posted names an lkey that does not exist: it must complete
+ * with a protection error on the CQ of the QP that took it, and the message
+ * must land in the next WQE.  A post beyond DEPTH must fail with ENOMEM,
+ * post_recv on a QP of the SRQ with EINVAL.  With the limit armed at
+ * DEPTH / 2, HALF + 1 messages (half on each QP, every byte checked) leave
+ * fewer than the limit: IBV_EVENT_SRQ_LIMIT_REACHED must come once, after
+ * which query_srq says the limit is disarmed (0).  The SRQ is then refilled
+ * and used again until it is empty; Sends that find it empty (RNR) complete
+ * once receives are posted.  Exits 0 when it all holds.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#define DEPTH	16
+#define MSG	1000
+#define SLOT	1024
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int gid;
+};
+
+static int failures;
+
+static void expect(int cond, const char *what)
+{
+	if (!cond) {
+		fprintf(stderr, "FAIL: %s\n", what);
+		failures++;
+	}
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "FAIL: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		die("ibv_get_device_list");
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!ctx)
+		die(name);
+	return ctx;
+}
+
+static void side_init(struct side *s, const char *dev, int gid)
+{
+	s->ctx = open_dev(dev);
+	s->gid = gid;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->buf = aligned_alloc(4096, 4 * DEPTH * SLOT);
+	if (!s->pd || !s->buf)
+		die("pd/buffer");
+	memset(s->buf, 0, 4 * DEPTH * SLOT);
+	s->mr = ibv_reg_mr(s->pd, s->buf, 4 * DEPTH * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	s->cq = ibv_create_cq(s->ctx, 4 * DEPTH, NULL, NULL, 0);
+	if (!s->mr || !s->cq)
+		die("ibv_reg_mr/ibv_create_cq");
+}
+
+static struct ibv_qp *make_qp(struct side *s, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = DEPTH, .max_recv_wr = srq ? 0 : DEPTH,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+
+	if (!qp)
+		die("ibv_create_qp");
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		die("modify INIT");
+	return qp;
+}
+
+static void connect_qp(struct side *s, struct ibv_qp *qp, struct side *peer,
+		       struct ibv_qp *pqp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = pqp->qp_num, .max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .hop_limit = 1, .sgid_index = s->gid } },
+	};
+
+	if (ibv_query_gid(peer->ctx, 1, peer->gid, &a.ah_attr.grh.dgid))
+		die("query gid");
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		die("modify RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("modify RTS");
+}
+
+/* Waits for n completions, up to 60000 sleeps of 1 ms; returns how many came. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	int got = 0, r, tries = 60000;
+
+	while (got < n && tries--) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return got;
+		got += r;
+		if (!r)
+			usleep(1000);
+	}
+	return got;
+}
+
+static uint8_t pattern(uint32_t msg, uint32_t i)
+{
+	return (uint8_t)(msg * 31 + i * 7 + 1);
+}
+
+/* Receive WQE wr_id into slot wr_id of b's buffer. */
+static int post_srq(struct ibv_srq *srq, struct side *b, uint64_t wr_id, uint32_t lkey)
+{
+	struct ibv_sge sg = { (uintptr_t)b->buf + wr_id % (4 * DEPTH) * SLOT, SLOT, lkey };
+	struct ibv_recv_wr w = { .wr_id = wr_id, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	return ibv_post_srq_recv(srq, &w, &bad);
+}
+
+/* Message number msg from a's slot msg: its number in the first 4 bytes. */
+static void send_msg(struct side *a, struct ibv_qp *qp, uint32_t msg)
+{
+	uint8_t *p = a->buf + msg % (4 * DEPTH) * SLOT;
+	struct ibv_sge sg = { (uintptr_t)p, MSG, a->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = msg, .sg_list = &sg, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint32_t i;
+
+	for (i = 0; i < MSG; i++)
+		p[i] = pattern(msg, i);
+	memcpy(p, &msg, sizeof(msg));
+	expect(!ibv_post_send(qp, &w, &bad), "post_send");
+}
+
+/*
+ * n receives on b's CQ: the successful ones must hold intact messages of
+ * [first, first + n) each once; returns how many failed with want_err.
+ */
+static int check_receives(struct side *b, int n, uint32_t first, enum ibv_wc_status want_err,
+			  int nerr)
+{
+	struct ibv_wc wc[4 * DEPTH];
+	uint8_t seen[4 * DEPTH] = {};
+	uint32_t msg, i;
+	int got, k, errs = 0, ok;
+	uint8_t *p;
+
+	got = poll_n(b->cq, wc, n + nerr);
+	expect(got == n + nerr, "every receive completes");
+	for (k = 0; k < got; k++) {
+		if (wc[k].status != IBV_WC_SUCCESS) {
+			expect(wc[k].status == want_err, "a bad WQE fails with the expected status");
+			printf("srq: wr_id %llu: %s\n", (unsigned long long)wc[k].wr_id,
+			       ibv_wc_status_str(wc[k].status));
+			errs++;
+			continue;
+		}
+		expect(wc[k].opcode == IBV_WC_RECV && wc[k].byte_len == MSG,
+		       "a receive of MSG bytes");
+		p = b->buf + wc[k].wr_id % (4 * DEPTH) * SLOT;
+		memcpy(&msg, p, sizeof(msg));
+		ok = msg - first < (uint32_t)n && !seen[msg - first];
+		for (i = sizeof(msg); ok && i < MSG; i++)
+			ok = p[i] == pattern(msg, i);
+		expect(ok, "a message arrives intact, once");
+		if (ok)
+			seen[msg - first] = 1;
+	}
+	return errs;
+}
+
+/* The limit event, within 30 s. */
+static int wait_limit_event(struct ibv_context *ctx, struct ibv_srq *srq)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int r = 0;
+
+	if (poll(&pfd, 1, 30000) != 1)
+		return 0;
+	if (ibv_get_async_event(ctx, &ev))
+		return 0;
+	r = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq;
+	printf("srq: async event %s\n", ibv_event_type_str(ev.event_type));
+	ibv_ack_async_event(&ev);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = DEPTH, .max_sge = 1 } };
+	struct ibv_srq_attr sa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_qp_attr qa;
+	struct side a, b;
+	struct ibv_qp *qa1, *qa2, *qb1, *qb2;
+	struct ibv_srq *srq;
+	struct ibv_sge sg;
+	struct ibv_recv_wr rw, *brw;
+	struct ibv_wc wc[4 * DEPTH];
+	struct pollfd pfd;
+	uint32_t i;
+	int n;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s DEV_A DEV_B GID_A GID_B\n", argv[0]);
+		return 2;
+	}
+	side_init(&a, argv[1], atoi(argv[3]));
+	side_init(&b, argv[2], atoi(argv[4]));
+	srq = ibv_create_srq(b.pd, &sia);
+	if (!srq)
+		die("ibv_create_srq");
+	expect(!ibv_query_srq(srq, &sa) && sa.max_wr >= DEPTH && sa.srq_limit == 0,
+	       "query_srq: max_wr as asked, no limit armed");
+	qa1 = make_qp(&a, NULL);
+	qa2 = make_qp(&a, NULL);
+	qb1 = make_qp(&b, srq);
+	qb2 = make_qp(&b, srq);
+	connect_qp(&a, qa1, &b, qb1);
+	connect_qp(&b, qb1, &a, qa1);
+	connect_qp(&a, qa2, &b, qb2);
+	connect_qp(&b, qb2, &a, qa2);
+	expect(!ibv_query_qp(qb1, &qa, IBV_QP_CAP, &qia) && qia.srq == srq,
+	       "query_qp names the SRQ");
+
+	sg = (struct ibv_sge){ (uintptr_t)b.buf, SLOT, b.mr->lkey };
+	rw = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = &sg, .num_sge = 1 };
+	expect(ibv_post_recv(qb1, &rw, &brw) == EINVAL, "post_recv on a QP of an SRQ: EINVAL");
+
+	/* A WQE with a made-up lkey first, then DEPTH - 1 good ones: full. */
+	expect(!post_srq(srq, &b, 4 * DEPTH - 1, b.mr->lkey ^ 0x5a5a00), "post a bad WQE");
+	for (i = 0; i < DEPTH - 1; i++)
+		expect(!post_srq(srq, &b, i, b.mr->lkey), "post_srq_recv");
+	expect(post_srq(srq, &b, DEPTH, b.mr->lkey) == ENOMEM, "post beyond max_wr: ENOMEM");
+
+	sa.srq_limit = DEPTH / 2;
+	expect(!ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), "arm the limit");
+	expect(!ibv_query_srq(srq, &sa) && sa.srq_limit == DEPTH / 2, "query_srq: limit armed");
+
+	/* DEPTH / 2 messages leave DEPTH / 2 - 1 WQEs: below the limit. */
+	for (i = 0; i < DEPTH / 2; i++)
+		send_msg(&a, i % 2 ? qa2 : qa1, i);
+	expect(poll_n(a.cq, wc, DEPTH / 2) == DEPTH / 2, "the sends complete");
+	for (i = 0; i < DEPTH / 2; i++)
+		expect(wc[i].status == IBV_WC_SUCCESS, "a send succeeds");
+	expect(check_receives(&b, DEPTH / 2, 0, IBV_WC_LOC_PROT_ERR, 1) == 1,
+	       "the bad WQE failed with a protection error, the messages arrived");
+	expect(wait_limit_event(b.ctx, srq), "IBV_EVENT_SRQ_LIMIT_REACHED");
+	expect(!ibv_query_srq(srq, &sa) && sa.srq_limit == 0, "query_srq: limit disarmed");
+
+	/* Refill: the slots the QPs took are free again; then two rounds more. */
+	for (i = 0; i < DEPTH / 2 + 1; i++)
+		expect(!post_srq(srq, &b, DEPTH + i, b.mr->lkey), "refill the SRQ");
+	for (i = 0; i < DEPTH; i++)
+		send_msg(&a, i % 2 ? qa2 : qa1, 100 + i);
+	expect(poll_n(a.cq, wc, DEPTH) == DEPTH, "the sends of the second round complete");
+	expect(check_receives(&b, DEPTH, 100, IBV_WC_SUCCESS, 0) == 0,
+	       "the second round arrived intact");
+
+	/* The SRQ is empty: two Sends wait (RNR) until two receives come. */
+	for (i = 0; i < 2; i++)
+		send_msg(&a, i % 2 ? qa2 : qa1, 200 + i);
+	usleep(300000);
+	expect(ibv_poll_cq(b.cq, 1, wc) == 0, "nothing received while the SRQ is empty");
+	for (i = 0; i < 2; i++)
+		expect(!post_srq(srq, &b, 2 * DEPTH + i, b.mr->lkey), "post after RNR");
+	n = poll_n(a.cq, wc, 2);
+	for (i = 0; i < (uint32_t)n; i++)
+		printf("srq: Send after RNR: %s\n", ibv_wc_status_str(wc[i].status));
+	expect(n == 2 && wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS,
+	       "the Sends refused for want of a receive complete");
+	expect(check_receives(&b, 2, 200, IBV_WC_SUCCESS, 0) == 0,
+	       "and arrive intact");
+
+	/* The limit fired once: no second event is queued. */
+	pfd = (struct pollfd){ .fd = b.ctx->async_fd, .events = POLLIN };
+	expect(poll(&pfd, 1, 100) == 0, "no second limit event");
+
+	expect(!ibv_destroy_qp(qb1) && !ibv_destroy_qp(qb2), "destroy the SRQ's QPs");
+	expect(!ibv_destroy_srq(srq), "destroy the SRQ");
+	expect(!ibv_destroy_qp(qa1) && !ibv_destroy_qp(qa2), "destroy the senders");
+	if (failures)
+		return 1;
+	printf("srq: PASS\n");
+	return 0;
+}

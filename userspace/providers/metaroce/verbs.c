@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* MetaRoCE provider: CQs, QPs and SRQs on rings mmapped from the kernel, posted and polled without system calls. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "metaroce.h"
+#include "metaroce-abi.h"
+
+/*
+ * The kernel reads and writes the ring indices concurrently; these are the
+ * orderings the ABI header describes.
+ */
+static inline uint32_t ring_load_acquire(uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void ring_store_release(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static int ring_map(struct ibv_context *context, struct metaroce_ring *r,
+		    const struct metaroce_ring_info *info, size_t min_esize)
+{
+	if (!info->entries || (info->entries & (info->entries - 1)) ||
+	    info->entry_size < min_esize ||
+	    info->mmap_size < METAROCE_RING_HDR_BYTES +
+			      (uint64_t)info->entries * info->entry_size)
+		return EINVAL;
+	r->map = mmap(NULL, info->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      context->cmd_fd, info->mmap_offset);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		return errno;
+	}
+	r->map_size = info->mmap_size;
+	r->hdr = r->map;
+	r->entries = (uint8_t *)r->map + METAROCE_RING_HDR_BYTES;
+	r->n = info->entries;
+	r->esize = info->entry_size;
+	r->index = 0;
+	return 0;
+}
+
+static void ring_unmap(struct metaroce_ring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_size);
+	r->map = NULL;
+}
+
+static void *ring_slot(struct metaroce_ring *r, uint32_t index)
+{
+	return r->entries + (size_t)(index & (r->n - 1)) * r->esize;
+}
+
+/* ---- completion queues ---- */
+
+struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
+				  struct ibv_comp_channel *channel,
+				  int comp_vector)
+{
+	struct umetaroce_create_cq_resp resp = {};
+	struct ibv_create_cq cmd;
+	struct metaroce_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
+				&cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = ring_map(context, &cq->ring, &resp.cq,
+		       sizeof(struct metaroce_user_cqe));
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->ibv_cq);
+		goto err_free;
+	}
+	return &cq->ibv_cq;
+
+err_free:
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+int metaroce_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	ring_unmap(&cq->ring);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+static void cqe_to_wc(const struct metaroce_user_cqe *e, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = e->wr_id;
+	wc->status = e->status;
+	wc->opcode = e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	if (e->flags & METAROCE_CQE_F_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
+	if (e->flags & METAROCE_CQE_F_IMM) {
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+		wc->imm_data = e->imm_inv;	/* network order on both sides */
+	} else if (e->flags & METAROCE_CQE_F_INV) {
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = e->imm_inv;
+	}
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+int metaroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	struct metaroce_ring *r = &cq->ring;
+	uint32_t prod;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	/* Pairs with the kernel's release: the entries before the index. */
+	prod = ring_load_acquire(&r->hdr->prod);
+	while (n < ne && r->index != prod) {
+		cqe_to_wc(ring_slot(r, r->index), &wc[n++]);
+		r->index++;
+	}
+	/* Our reads of the entries before the kernel may reuse their slots. */
+	if (n)
+		ring_store_release(&r->hdr->cons, r->index);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int metaroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
+}
+
+/* ---- queue pairs ---- */
+
+static int wq_init(struct ibv_context *context, struct metaroce_wq *wq,
+		   const struct metaroce_ring_info *info, uint32_t max_wr,
+		   uint32_t max_sge, size_t hdr_size)
+{
+	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	wq->max_wr = max_wr;
+	wq->max_sge = max_sge;
+	/* The kernel never lets more than max_wr be outstanding; neither do we. */
+	if (max_wr > info->entries)
+		return EINVAL;
+	return ring_map(context, &wq->ring, info,
+			hdr_size + max_sge * sizeof(struct metaroce_user_sge));
+}
+
+static void wq_cleanup(struct metaroce_wq *wq)
+{
+	ring_unmap(&wq->ring);
+	pthread_spin_destroy(&wq->lock);
+}
+
+struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
+				  struct ibv_qp_init_attr *attr)
+{
+	struct umetaroce_create_qp_resp resp = {};
+	struct ibv_create_qp cmd;
+	struct metaroce_qp *qp;
+	int ret;
+
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = wq_init(pd->context, &qp->sq, &resp.sq, resp.max_send_wr,
+		      resp.max_send_sge, sizeof(struct metaroce_user_sqe));
+	if (attr->srq)	/* its receives come from the SRQ's ring */
+		pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	else if (!ret)
+		ret = wq_init(pd->context, &qp->rq, &resp.rq,
+			      resp.max_recv_wr, resp.max_recv_sge,
+			      sizeof(struct metaroce_user_rqe));
+	if (!ret && resp.sq.entry_size <
+			    sizeof(struct metaroce_user_sqe) + resp.max_inline)
+		ret = EINVAL;
+	if (ret) {
+		wq_cleanup(&qp->sq);
+		wq_cleanup(&qp->rq);
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		goto err_free;
+	}
+	qp->max_inline = resp.max_inline;
+	attr->cap.max_inline_data = resp.max_inline;
+	return &qp->vqp.qp;
+
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+int metaroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		      int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+/*
+ * The doorbells: post_send and post_recv commands without work requests.
+ * Their result is not the post's: the WQEs are on the ring already and the
+ * kernel takes them on its next look; a dead device shows in completions
+ * and async events instead.
+ */
+static int sq_doorbell(struct ibv_qp *ibqp)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_cmd_post_send(ibqp, NULL, &bad);
+}
+
+static int rq_doorbell(struct ibv_qp *ibqp)
+{
+	struct ibv_recv_wr *bad;
+
+	return ibv_cmd_post_recv(ibqp, NULL, &bad);
+}
+
+int metaroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		       int attr_mask)
+{
+	struct ibv_modify_qp cmd;
+	int ret;
+
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret || !(attr_mask & IBV_QP_STATE))
+		return ret;
+	/*
+	 * WQEs posted before RTS wait on the ring, and receives posted in
+	 * Error are flushed only when the kernel looks: tell it now.
+	 */
+	if (attr->qp_state == IBV_QPS_RTS || attr->qp_state == IBV_QPS_ERR)
+		sq_doorbell(ibqp);
+	if (attr->qp_state == IBV_QPS_ERR && !ibqp->srq)
+		rq_doorbell(ibqp);
+	return 0;
+}
+
+int metaroce_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+	wq_cleanup(&qp->sq);
+	wq_cleanup(&qp->rq);
+	free(qp);
+	return 0;
+}
+
+/* Room for one more WQE: the kernel publishes how many it has completed. */
+static int wq_full(struct metaroce_wq *wq)
+{
+	return wq->ring.index - ring_load_acquire(&wq->ring.hdr->done) >=
+	       wq->max_wr;
+}
+
+static int sqe_fill(struct metaroce_qp *qp, struct metaroce_user_sqe *e,
+		    const struct ibv_send_wr *wr)
+{
+	struct metaroce_user_sge *s = (struct metaroce_user_sge *)(e + 1);
+	uint8_t *dst = (uint8_t *)(e + 1);
+	uint32_t len = 0;
+	int i;
+
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->send_flags = wr->send_flags;
+	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+		e->imm_inv = wr->invalidate_rkey;
+	else
+		e->imm_inv = wr->imm_data;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		e->remote_addr = wr->wr.rdma.remote_addr;
+		e->rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		e->remote_addr = wr->wr.atomic.remote_addr;
+		e->rkey = wr->wr.atomic.rkey;
+		e->compare_add = wr->wr.atomic.compare_add;
+		e->swap = wr->wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		if (!wr->wr.ud.ah)
+			return EINVAL;
+		e->ah_handle = to_mah(wr->wr.ud.ah)->handle;
+		e->remote_qpn = wr->wr.ud.remote_qpn;
+		e->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+
+	if (wr->num_sge < 0)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return EINVAL;
+			memcpy(dst + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		e->inline_len = len;
+		return 0;
+	}
+	if ((uint32_t)wr->num_sge > qp->sq.max_sge)
+		return EINVAL;
+	e->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		s[i].addr = wr->sg_list[i].addr;
+		s[i].length = wr->sg_list[i].length;
+		s[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		       struct ibv_send_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	struct metaroce_ring *r = &qp->sq.ring;
+	uint32_t start;
+	int ret = 0;
+
+	pthread_spin_lock(&qp->sq.lock);
+	start = r->index;
+	for (; wr; wr = wr->next) {
+		if (wq_full(&qp->sq)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = sqe_fill(qp, ring_slot(r, r->index), wr);
+		if (ret)
+			break;
+		r->index++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (r->index != start) {
+		/* Pairs with the kernel's acquire: the WQEs before the index. */
+		ring_store_release(&r->hdr->prod, r->index);
+		/*
+		 * Our store of prod before our read of the flag; the kernel
+		 * clears the flag before it reads prod again.  One of us sees
+		 * the other, so no WQE is left behind unnoticed.
+		 */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!(__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) &
+		      METAROCE_RING_F_DRAINING))
+			sq_doorbell(ibqp);
+	}
+	pthread_spin_unlock(&qp->sq.lock);
+	return ret;
+}
+
+/*
+ * Receives need no doorbell: the kernel takes them from the ring (a QP's
+ * or an SRQ's) when a message needs one.
+ */
+static int wq_post_recv(struct metaroce_wq *wq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	struct metaroce_ring *r = &wq->ring;
+	struct metaroce_user_rqe *e;
+	struct metaroce_user_sge *s;
+	uint32_t start;
+	int ret = 0, i;
+
+	if (!r->map) {		/* a QP on an SRQ */
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&wq->lock);
+	start = r->index;
+	for (; wr; wr = wr->next) {
+		if (wq_full(wq)) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		e = ring_slot(r, r->index);
+		s = (struct metaroce_user_sge *)(e + 1);
+		e->wr_id = wr->wr_id;
+		e->num_sge = wr->num_sge;
+		e->reserved = 0;
+		for (i = 0; i < wr->num_sge; i++) {
+			s[i].addr = wr->sg_list[i].addr;
+			s[i].length = wr->sg_list[i].length;
+			s[i].lkey = wr->sg_list[i].lkey;
+		}
+		r->index++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (r->index != start)
+		ring_store_release(&r->hdr->prod, r->index);
+	pthread_spin_unlock(&wq->lock);
+	return ret;
+}
+
+int metaroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr)
+{
+	return wq_post_recv(&to_mqp(ibqp)->rq, wr, bad_wr);
+}
+
+/* ---- shared receive queues ---- */
+
+struct ibv_srq *metaroce_create_srq(struct ibv_pd *pd,
+				    struct ibv_srq_init_attr *attr)
+{
+	struct umetaroce_create_srq_resp resp = {};
+	struct ibv_create_srq cmd;
+	struct metaroce_srq *srq;
+	int ret;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	ret = ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = wq_init(pd->context, &srq->rq, &resp.rq, resp.max_wr,
+		      resp.max_sge, sizeof(struct metaroce_user_rqe));
+	if (ret) {
+		wq_cleanup(&srq->rq);
+		ibv_cmd_destroy_srq(&srq->ibv_srq);
+		goto err_free;
+	}
+	attr->attr.max_wr = resp.max_wr;
+	attr->attr.max_sge = resp.max_sge;
+	return &srq->ibv_srq;
+
+err_free:
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+/* Arming the limit is a command: the kernel checks it when QPs take WQEs. */
+int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int metaroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
+}
+
+int metaroce_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct metaroce_srq *srq = to_msrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+	wq_cleanup(&srq->rq);
+	free(srq);
+	return 0;
+}
+
+int metaroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	return wq_post_recv(&to_msrq(ibsrq)->rq, wr, bad_wr);
+}
