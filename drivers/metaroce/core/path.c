@@ -32,6 +32,19 @@ u32 mr_path_free_window(const struct mr_path_tx *p)
 	return mr_min_u32(limit - p->outstanding, MR_SACK_BITS - span);
 }
 
+/*
+ * [MR-REL-3] an idle path's estimate ages: after MR_RTT_STALE_SRTTS SRTTs with nothing
+ * outstanding it says little about the path now (it may date from a stall, or from the
+ * first burst of a connection, long drained).
+ */
+bool mr_path_rtt_stale(const struct mr_path_tx *p, u64 now)
+{
+	u64 idle_since = mr_max_u64(p->last_send_ns, p->last_ack_ns);
+
+	return p->rtt.have_sample && !p->outstanding &&
+	       now > idle_since + MR_RTT_STALE_SRTTS * p->rtt.srtt_ns;
+}
+
 bool mr_path_can_send(const struct mr_path_tx *p)
 {
 	return mr_path_free_window(p) > 0;
@@ -63,6 +76,16 @@ void mr_rtt_sample(struct mr_rtt *rtt, u64 sample_ns)
 	rtt->rttvar_ns = rtt->rttvar_ns - rtt->rttvar_ns / 4 + err / 4;
 	rtt->srtt_ns = rtt->srtt_ns - rtt->srtt_ns / 8 + sample_ns / 8;
 	rtt->min_rtt_ns = mr_min_u64(rtt->min_rtt_ns, sample_ns);
+}
+
+/* A sample of the path; the first after a stale idle restarts the estimators. */
+void mr_path_rtt_sample(struct mr_path_tx *p, u64 sample_ns)
+{
+	if (p->rtt_restart) {
+		p->rtt.have_sample = false;
+		p->rtt_restart = false;
+	}
+	mr_rtt_sample(&p->rtt, sample_ns);
 }
 
 u64 mr_path_rto_ns(const struct mr_path_tx *p, const struct mr_rto_cfg *cfg)

@@ -9,6 +9,12 @@
 #define MR_MIN_RTO_NS		100000ULL
 #define MR_MAX_RTO_NS		1000000000ULL
 #define MR_PATH_FAIL_RTOS	3
+/*
+ * [MR-REL-3] a path idle (nothing outstanding) for more than this many SRTTs has a
+ * stale RTT estimate: its next sample restarts the estimators.
+ */
+#define MR_RTT_STALE_SRTTS	8
+
 /* An echoed timestamp older than this is taken for a wrapped or stale one. */
 #define MR_TS_SAMPLE_MAX_US	1000000u
 
@@ -51,6 +57,7 @@ struct mr_path_tx {
 	u64 last_send_ns;	/* [MR-REL-6] */
 	u64 last_ack_ns;
 	bool tlp_done;		/* one tail-loss probe per silence */
+	bool rtt_restart;	/* sent after a stale idle: the next sample restarts */
 	struct mr_rtt rtt;
 	struct mr_cc_path cc;
 	struct mr_tx_rec rec[MR_SACK_BITS];	/* indexed by psn % 256 */
@@ -76,6 +83,8 @@ void mr_path_init(struct mr_path_tx *p, u32 first_psn, u16 entropy, u8 state, u3
 /* [MR-SACK-1] [MR-CC-1] [MR-PATH-4] may this path send one more sequenced packet? */
 bool mr_path_can_send(const struct mr_path_tx *p);
 u32 mr_path_free_window(const struct mr_path_tx *p);
+bool mr_path_rtt_stale(const struct mr_path_tx *p, u64 now);
+void mr_path_rtt_sample(struct mr_path_tx *p, u64 sample_ns);
 struct mr_tx_rec *mr_path_rec(struct mr_path_tx *p, u32 psn);
 /* Move una past PSNs that are no longer outstanding. */
 void mr_path_advance_una(struct mr_path_tx *p);

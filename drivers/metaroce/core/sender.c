@@ -155,7 +155,7 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 }
 
 /* [MR-CC-8] most free window, then lowest SRTT, rotating among ties. */
-static int mr_pick_path(struct mr_conn *c, bool retx)
+static int mr_pick_path(struct mr_conn *c, u64 now, bool retx)
 {
 	int best = -1, alt = -1;
 	u32 best_free = 0, best_limit = 1, k;
@@ -165,7 +165,8 @@ static int mr_pick_path(struct mr_conn *c, bool retx)
 		u32 p = (c->rr_path + k) % c->cfg.n_paths;
 		const struct mr_path_tx *tp = &c->tx_path[p];
 		u32 free = mr_path_free_window(tp), limit = free + tp->outstanding;
-		u64 srtt = tp->rtt.srtt_ns, l, r;
+		/* [MR-CC-8] a stale estimate ranks as the lowest: the path is tried again */
+		u64 srtt = mr_path_rtt_stale(tp, now) ? 0 : tp->rtt.srtt_ns, l, r;
 
 		if (!free)
 			continue;
@@ -269,6 +270,8 @@ static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struc
 	rec->msn = pick->msn;
 	rec->pkt_idx = pick->idx;
 	rec->sent_ns = now;
+	if (mr_path_rtt_stale(tp, now))
+		tp->rtt_restart = true;
 	if (!tp->outstanding)
 		tp->rto_start_ns = now;
 	tp->last_send_ns = now;
@@ -391,7 +394,7 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		return false;
 	if (!mr_pick_packet(c, now, &pick))
 		return false;
-	path = mr_pick_path(c, pick.retx);
+	path = mr_pick_path(c, now, pick.retx);
 	if (path < 0)
 		return false;
 	tp = &c->tx_path[path];
@@ -562,7 +565,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	if (delivered) {
 		u64 sample = now > newest_sent ? now - newest_sent : 1;
 
-		mr_rtt_sample(&tp->rtt, sample);
+		mr_path_rtt_sample(tp, sample);
 		excess_ns = mr_rtt_excess_ns(&tp->rtt, sample);
 		mr_path_on_progress(tp, now);
 	} else if (ack->ts_echo) {
@@ -575,7 +578,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 		u32 us = (u32)mr_div_u64(now, 1000) - ack->ts_echo;
 
 		if (us && us <= MR_TS_SAMPLE_MAX_US)
-			mr_rtt_sample(&tp->rtt, (u64)us * 1000);
+			mr_path_rtt_sample(tp, (u64)us * 1000);
 	}
 	/* [MR-PATH-5] any ACK revives a path in PROBE or SUSPECT. */
 	if (!delivered && (tp->state == MR_PATH_PROBE || tp->state == MR_PATH_SUSPECT))

@@ -146,6 +146,46 @@ TEST(Path, RtoFollowsRfc6298AndDoublesOnBackoff_MR_REL_4)
 	delete p;
 }
 
+// [MR-CC-8] [MR-REL-3] the lowest SRTT wins ties of free share, but an idle path's SRTT
+// ages: a path measured at 6 ms while the connection warmed up, idle since, was never
+// chosen again while faster paths had room (between two guests half of 8 paths carried
+// 10 packets in 20 s).  Idle for more than 8 SRTTs it is tried again, and its first new
+// sample restarts the estimators.
+TEST(Path, IdlePathWithStaleSrttIsTriedAgainAndRemeasured_MR_CC_8)
+{
+	for (bool stale : { false, true }) {
+		SCOPED_TRACE(stale ? "idle for 10 SRTTs" : "idle for 2 SRTTs");
+		Pair p(2);
+		const u64 t0 = 1'000'000'000, slow = 6'000'000, fast = 700'000;
+		const u64 now = t0 + (stale ? 10 : 2) * slow;
+		mr_path_tx &tp0 = p.a->tx_path[0], &tp1 = p.a->tx_path[1];
+
+		mr_rtt_sample(&tp0.rtt, fast);
+		tp0.last_send_ns = tp0.last_ack_ns = now - fast;
+		mr_rtt_sample(&tp1.rtt, slow);
+		tp1.last_send_ns = tp1.last_ack_ns = t0;
+		EXPECT_EQ(mr_path_rtt_stale(&tp1, now), stale);
+		EXPECT_FALSE(mr_path_rtt_stale(&tp0, now));
+
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 1, 1), 0);
+		mr_tx_desc d;
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), now, &d));
+		ASSERT_EQ(d.pkt.bth.path_id, stale ? 1 : 0);
+		if (!stale)
+			continue;
+
+		mr_pkt ack{};
+		ack.bth.version = MR_VERSION;
+		ack.bth.opcode = MR_OP_ACK;
+		ack.bth.path_id = 1;
+		ack.ack.cum_psn = d.pkt.bth.psn + 1;
+		mr_conn_on_ack(p.a.get(), now + fast, &ack);
+		EXPECT_EQ(tp1.rtt.srtt_ns, fast) << "the new sample replaced the stale estimate";
+		EXPECT_EQ(tp1.rtt.min_rtt_ns, fast);
+		EXPECT_FALSE(tp1.rtt_restart);
+	}
+}
+
 // [MR-PATH-5] [MR-PATH-6] RTOs make a path SUSPECT, the third fails and re-rolls it;
 // an ACK makes it ACTIVE again.
 TEST(Path, ThirdConsecutiveRtoFailsAndRerollsEntropy_MR_PATH_6)
