@@ -48,7 +48,8 @@ int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		goto put;
 	}
 
-	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, ntohs(udp_hdr(skb)->source));
+	pkt.sport = ntohs(udp_hdr(skb)->source);
+	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, pkt.sport);
 	if (pkt.bth.opcode == MR_OP_CONNECT_REQ) {
 		metaroce_conn_rx_connect_req(mdev, skb);	/* takes the skb */
 		ib_device_put(&mdev->ibdev);

@@ -226,6 +226,8 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	sv = mr_sack_rx_classify(s, bth->psn);
 	if (sv == MR_SACK_BEYOND_WINDOW)
 		goto drop;	/* [MR-ACK-3] no acknowledgment */
+	if (pkt->sport >= MR_ENTROPY_MIN)
+		s->entropy = pkt->sport;	/* [MR-ACK-8] the ACK goes back the same way */
 	if (bth->opcode == MR_OP_PROBE) {
 		mr_sack_rx_record(s, bth->psn);
 		mr_rx_count(s, pkt, ce);
@@ -329,6 +331,7 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	out->bth.opcode = MR_OP_ACK;
 	out->bth.conn_id = c->cfg.peer_conn_id;
 	out->bth.path_id = (u16)path;
+	out->sport = s->entropy;
 	ack->cum_psn = s->cum_psn;
 	ack->ts_echo = s->ts_echo;
 	ack->rate_hint = (u16)c->local_hint;

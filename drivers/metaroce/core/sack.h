@@ -23,6 +23,7 @@ struct mr_sack_rx {
 	u16 pkt_count;
 	u16 unacked;
 	bool ack_now;
+	u16 entropy;		/* source port of the newest packet, for its ACKs, [MR-ACK-8] */
 	u64 ack_deadline_ns;	/* 0: no delayed ACK armed */
 };
 

@@ -161,6 +161,11 @@ struct mr_pkt {
 	struct mr_connh conn;
 	struct mr_closeh close;
 	const u8 *payload;	/* points into the parsed buffer; payload_len bytes */
+	/*
+	 * Not on the wire: the UDP source port a received packet came with,
+	 * or the one to send an ACK with ([MR-ACK-8]); 0: none, any port.
+	 */
+	u16 sport;
 };
 
 #endif /* MR_WIRE_H */

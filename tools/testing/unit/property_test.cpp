@@ -180,6 +180,23 @@ TEST(Property, BlackHoledPathFailsAndIsRerolledWhileTransferCompletes_MR_PATH_6)
 	}
 }
 
+// [MR-ACK-8] the link that every ACK took when ACKs left on one control port, black-holed
+// both ways: ACKs go back with their path's entropy, so seven of eight paths keep
+// their ACKs, the eighth fails, re-rolls and takes its ACKs elsewhere too.  With one
+// ACK port the connection saw no ACK at all and timed out ([MR-CONN-10]); between two
+// guests that was the bench's "one of 8 links cut" application error.
+TEST(Property, ControlPortLinkBlackHoledBothWaysLeavesTheConnectionAlive_MR_ACK_8)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		FabricConfig fc;
+		fc.line_gbps = 25;
+		fc.blackhole_link = static_cast<int>(mrsim::ack_link_of(0, fc.links));
+		fc.blackhole_acks = true;
+		Result r = Sim(fc, BulkWorkload(32), seed).run();
+		ExpectClean(r, seed);
+	}
+}
+
 } // namespace
 
 namespace {

@@ -30,7 +30,8 @@ struct FabricConfig {
 	double dup = 0.0;
 	double reorder = 0.0;		// within a link
 	uint64_t jitter_ns = 0;		// extra latency, uniform in [0, jitter), FIFO per link
-	int blackhole_link = -1;	// data direction only
+	int blackhole_link = -1;	// data direction only, unless blackhole_acks
+	bool blackhole_acks = false;	// the black hole eats ACKs on the link too
 	uint64_t time_limit_ns = 2'000'000'000ULL;
 };
 
@@ -84,6 +85,15 @@ inline uint8_t rpattern(uint64_t addr)
 inline uint32_t link_of(uint16_t entropy, uint32_t links)
 {
 	return ((entropy * 2654435761u) >> 16) % links;
+}
+
+// The source port of packets that name none ([MR-ACK-8] ACKs of a path nothing came on).
+constexpr uint16_t kCtrlSport = 49152;
+
+// An ACK's link: the fabric hashes the reverse direction's 5-tuple independently.
+inline uint32_t ack_link_of(uint16_t sport, uint32_t links)
+{
+	return link_of(static_cast<uint16_t>((sport ? sport : kCtrlSport) ^ 0xa5a5), links);
 }
 
 class Sim {
@@ -195,6 +205,7 @@ private:
 		uint64_t seq;
 		bool to_b;
 		std::vector<uint8_t> bytes;
+		uint16_t sport;		// the UDP source port it was sent with
 		bool operator<(const Flight &o) const
 		{
 			return t != o.t ? t > o.t : seq > o.seq;
@@ -373,6 +384,13 @@ private:
 	{
 		std::vector<uint8_t> bytes(MR_MAX_HDR_LEN);
 		bytes.resize(mr_pkt_build(&p, bytes.data(), MR_MAX_HDR_LEN));
+		if (p.bth.opcode == MR_OP_ACK) {
+			uint32_t link = ack_link_of(p.sport, fc_.links);
+			if (fc_.blackhole_acks && static_cast<int>(link) == fc_.blackhole_link)
+				return;
+			send(std::move(bytes), to_b, link, now, p.sport ? p.sport : kCtrlSport);
+			return;
+		}
 		send(std::move(bytes), to_b, p.bth.path_id % fc_.links, now);
 	}
 
@@ -462,7 +480,7 @@ private:
 		uint32_t link = link_of(d.entropy, fc_.links);
 		if (static_cast<int>(link) == fc_.blackhole_link)
 			return true;
-		send(std::move(bytes), true, link, now);
+		send(std::move(bytes), true, link, now, d.entropy);
 		return true;
 	}
 
@@ -482,11 +500,12 @@ private:
 		uint32_t len = mr_pkt_build(&d.pkt, bytes.data(), static_cast<u32>(bytes.size()));
 		bytes.resize(len);
 		tx_free_b_ = now + static_cast<uint64_t>((len + 64) * 8 / fc_.line_gbps);
-		send(std::move(bytes), false, link_of(d.entropy, fc_.links), now);
+		send(std::move(bytes), false, link_of(d.entropy, fc_.links), now, d.entropy);
 		return true;
 	}
 
-	void send(std::vector<uint8_t> bytes, bool to_b, uint32_t link, uint64_t now)
+	void send(std::vector<uint8_t> bytes, bool to_b, uint32_t link, uint64_t now,
+		  uint16_t sport = 0)
 	{
 		if (chance(fc_.loss))
 			return;
@@ -500,8 +519,8 @@ private:
 		else
 			last = t;
 		if (chance(fc_.dup))
-			q_.push({ t + 50, seq_++, to_b, bytes });
-		q_.push({ t, seq_++, to_b, std::move(bytes) });
+			q_.push({ t + 50, seq_++, to_b, bytes, sport });
+		q_.push({ t, seq_++, to_b, std::move(bytes), sport });
 	}
 
 	void deliver(const Flight &f, uint64_t now)
@@ -512,6 +531,7 @@ private:
 			error("parser rejected a packet the engine built");
 			return;
 		}
+		pkt.sport = f.sport;
 		if (deliver_handshake(pkt, f.to_b, now))
 			return;
 		if (!f.to_b) {

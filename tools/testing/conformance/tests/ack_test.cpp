@@ -45,6 +45,27 @@ TEST_F(AckTest, MR_ACK_2_SackBitsAfterArrivalPatterns) {
     EXPECT_EQ(hex(mr_bytes(t_, 8 * i, 8)), hex(pattern(8, uint8_t(i)))) << "slot " << i;
 }
 
+// [MR-ACK-8]: an ACK goes back with the source port of its path's newest packet, so
+// ACKs spread over the fabric like the data and follow a re-rolled path.
+TEST_F(AckTest, MR_ACK_8_AckLeavesWithThePathsNewestSourcePort) {
+  CLAUSES("MR-ACK-8 MR-PATH-2 MR-PATH-9");
+  const unsigned path = 3;
+  const uint16_t sports[] = {61001, 57777, P.my_sport(path)};
+  for (unsigned k = 0; k < 3; k++) {
+    Packet w = slot_write(k, uint8_t(0x40 + k));
+    w.bth.conn_id = P.dut_conn_id;
+    w.bth.path_id = uint16_t(path);
+    w.bth.psn = P.next_psn[path]++;
+    P.model[path].arrive(w.bth.psn);
+    P.send_raw(w.encode(), sports[k]);
+    auto a = P.wait_ack(path, 300);
+    ASSERT_TRUE(a) << "no ACK for the packet from port " << sports[k];
+    EXPECT_EQ(a->sport, sports[k]) << "the ACK did not leave with the path's entropy";
+    EXPECT_EQ(a->pkt.ack.cum_psn, w.bth.psn + 1);
+    EXPECT_EQ(hex(mr_bytes(t_, 8 * k, 8)), hex(pattern(8, uint8_t(0x40 + k))));
+  }
+}
+
 // Reordering across paths: each path's SACK is its own.
 TEST_F(AckTest, MR_PATH_3_PathsAcknowledgedIndependently) {
   CLAUSES("MR-PATH-3 MR-PATH-1 MR-SACK-4 MR-ACK-2");
