@@ -84,6 +84,7 @@ struct mr_conn {
 	void *ops_ctx;
 	bool failed;		/* [MR-CONN-10] */
 	u64 last_ack_ns;
+	u64 last_timer_ns;	/* the last mr_conn_on_timer(), [MR-CONN-10] */
 	u64 rng;
 	u32 rr_stream;
 	u32 rr_path;

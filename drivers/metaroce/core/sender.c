@@ -626,7 +626,20 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 
 	if (c->failed)
 		return;
-	/* [MR-CONN-10] */
+	/*
+	 * [MR-CONN-10] the silence counts only while we ran.  With data outstanding
+	 * an RTO is at most MR_MAX_RTO away, so a timer later than that by a quarter
+	 * of the timeout means that we stalled (a descheduled VM, a busy host): the
+	 * time away is not the peer's silence.
+	 */
+	if (c->last_timer_ns &&
+	    now > c->last_timer_ns + c->cfg.rto.max_ns + c->cfg.conn_timeout_ns / 4) {
+		u64 before = c->last_timer_ns > c->last_ack_ns ?
+			     c->last_timer_ns - c->last_ack_ns : 0;
+
+		c->last_ack_ns = now - before;
+	}
+	c->last_timer_ns = now;
 	if (mr_conn_outstanding(c) && now >= c->last_ack_ns + c->cfg.conn_timeout_ns) {
 		mr_conn_fail(c, MR_WC_RETRY_EXC_ERR);
 		return;

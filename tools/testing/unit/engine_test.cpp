@@ -186,6 +186,39 @@ TEST(Path, IdlePathWithStaleSrttIsTriedAgainAndRemeasured_MR_CC_8)
 	}
 }
 
+// [MR-CONN-10] the connection fails after MR_CONN_TIMEOUT without an ACK, counted while
+// the endpoint ran: a timer that comes 40 s late (the host stalled; a kverbs_loss run
+// saw one) does not read the stall as the peer's silence, and the timeout still ends
+// the connection 2 s after the endpoint runs again.
+TEST(Conn, SilenceCountsOnlyWhileTheEndpointRan_MR_CONN_10)
+{
+	for (bool stall : { false, true }) {
+		SCOPED_TRACE(stall ? "40 s stall after the first send" : "timers every 100 ms");
+		Pair p(1);
+		const u64 t0 = 1'000'000'000, step = 100'000'000;
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 1, 1), 0);
+		mr_tx_desc d;
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t0, &d));
+		mr_conn_on_timer(p.a.get(), t0 + 1'000'000);
+		u64 resume = t0 + 1'000'000;
+		if (stall) {
+			resume = t0 + 40'000'000'000ULL;
+			mr_conn_on_timer(p.a.get(), resume);
+			EXPECT_FALSE(p.a->failed) << "the stall was read as the peer's silence";
+		}
+		u64 t = resume;
+		while (!p.a->failed && t < resume + 10 * MR_CONN_TIMEOUT_NS) {
+			while (mr_conn_next_packet(p.a.get(), t, &d))
+				;	// retransmissions and probes, all lost
+			t += step;
+			mr_conn_on_timer(p.a.get(), t);
+		}
+		ASSERT_TRUE(p.a->failed) << "no ACK at all, yet the connection lives";
+		EXPECT_GE(t - resume + 1'000'000, MR_CONN_TIMEOUT_NS);
+		EXPECT_LE(t - resume, MR_CONN_TIMEOUT_NS + step);
+	}
+}
+
 // [MR-PATH-5] [MR-PATH-6] RTOs make a path SUSPECT, the third fails and re-rolls it;
 // an ACK makes it ACTIVE again.
 TEST(Path, ThirdConsecutiveRtoFailsAndRerollsEntropy_MR_PATH_6)
