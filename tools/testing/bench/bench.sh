@@ -61,7 +61,8 @@ cpu=$(awk -F': ' '/^model name/ { m = $2 } END { print m }' /proc/cpuinfo)
 machine="$(nproc) x $cpu, $(($(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo) / 1048576)) GiB,"
 machine+=" shared with other jobs; guests: Debian $kver, 1 vCPU and 1 GiB each,"
 machine+=" QEMU $(qemu-system-x86_64 --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')"
-machine+=" $(cat "${METAROCE_CACHE:-/var/cache/metaroce}"/vm/kvm-probe.* 2>/dev/null | tail -n1)"
+# vm.sh's verdict for this boot (kvm or tcg); kvm-probe.log beside it is QEMU's output.
+machine+=" $(cat "${METAROCE_CACHE:-/var/cache/metaroce}/vm/kvm-probe.$(cat /proc/sys/kernel/random/boot_id)" 2>/dev/null)"
 # Not cmd=$(... && ...): a false test there is the assignment's status, and set -e ends the script.
 cmd="make bench"
 [ "$quick" = 1 ] && cmd+=" QUICK=1"
