@@ -86,6 +86,19 @@ port_is() { [ "$(port_state "$1")" = "$2" ]; } # dev "4: ACTIVE"
 hw_counter() {
 	rdma statistic show link "$1"/1 -j | tr ',{}' '\n\n\n' | sed -n "s/^\"$2\":\([0-9]*\)$/\1/p"
 }
+# use_provider: libibverbs loads our provider from build/provider (it appends
+# -rdmav34.so itself); the test ends failed when the provider was not built.
+# Sets top (the source tree) and provider.
+use_provider() {
+	top=${MR_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../../.." && pwd)}
+	provider=$top/build/provider/libmetaroce
+	if [ ! -f "$provider-rdmav34.so" ]; then
+		not_ok "rdma-core provider built: $provider-rdmav34.so is missing (make provider failed or was not run; see its output)"
+		done_testing
+	fi
+	export RDMAV_DRIVERS=$provider
+}
+
 # addr_gid_index DEV ADDR: the GID table index of an IPv4 address (IPv4-mapped GID).
 addr_gid_index() {
 	local want f

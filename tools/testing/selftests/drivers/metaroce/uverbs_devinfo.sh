@@ -9,16 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=${MR_TOP:-$(cd "$here/../../../../.." && pwd)}
-provider=$top/build/provider/libmetaroce
-
-if [ ! -f "$provider-rdmav34.so" ]; then
-	not_ok "rdma-core provider built: $provider-rdmav34.so is missing (make provider failed or was not run; see its output)"
-	done_testing
-fi
+use_provider
 ok "rdma-core provider built"
-# libibverbs appends -rdmav34.so itself.
-export RDMAV_DRIVERS=$provider
 
 # Constants the kernel reports, read from where they are defined.
 hdr_const() { # file NAME

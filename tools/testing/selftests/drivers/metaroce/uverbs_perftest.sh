@@ -11,14 +11,7 @@
 # names, "clean" to skip the lossy round.
 . "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=${MR_TOP:-$(cd "$here/../../../../.." && pwd)}
-provider=$top/build/provider/libmetaroce
-if [ ! -f "$provider-rdmav34.so" ]; then
-	not_ok "rdma-core provider built: $provider-rdmav34.so is missing"
-	done_testing
-fi
-export RDMAV_DRIVERS=$provider
+use_provider
 
 LINKS=8
 check "peer reachable on the control wire" wait_for 20 ping -c 1 -W 1 "$MR_PEER"

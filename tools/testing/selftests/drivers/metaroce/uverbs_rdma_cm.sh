@@ -10,14 +10,7 @@
 # connections.
 . "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=${MR_TOP:-$(cd "$here/../../../../.." && pwd)}
-provider=$top/build/provider/libmetaroce
-if [ ! -f "$provider-rdmav34.so" ]; then
-	not_ok "rdma-core provider built: $provider-rdmav34.so is missing"
-	done_testing
-fi
-export RDMAV_DRIVERS=$provider
+use_provider
 ME=$MR_EP
 LINKS=8
 
