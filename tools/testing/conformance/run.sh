@@ -83,6 +83,13 @@ if [ ${#mutations[@]} -gt 0 ]; then
 		run_suite "mutant-$m" "$src/drivers/metaroce/metaroce.ko" || true
 		caught=$(grep -E '^not ok ' "$results/mutant-$m.tap" | grep -v '# TODO' |
 			sed -E 's/^not ok [0-9]+ - //' | paste -sd' ' - || true)
+		# A known-gap test (# TODO: it can fail by chance here) counts, marked *, only
+		# when it passed against the real module in this same run.
+		gaps=$(grep -E '^not ok .*# TODO' "$results/mutant-$m.tap" |
+			sed -E 's/^not ok [0-9]+ - ([^ ]+).*/\1/' | while read -r t; do
+				if grep -qE "^ok [0-9]+ - $t( |\$)" "$results/normal.tap"; then echo "$t*"; fi
+			done | paste -sd' ' - || true)
+		caught=$caught${caught:+${gaps:+ }}$gaps
 		if [ -n "$caught" ]; then
 			echo "$m caught $caught" | tee -a "$results/mutations.txt"
 		else
