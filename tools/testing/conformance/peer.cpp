@@ -178,11 +178,28 @@ Peer &peer() {
 Peer::Peer() {
   const char *a = getenv("CONF_MY_ADDR");
   if (a) my_addr = a;
-  a = getenv("CONF_DUT_ADDR");
+  init_dut();
+  rx_fd_ = open_udp("0.0.0.0", kUdpPort);
+  init_rx();
+}
+
+// The kernel hands a datagram to the socket bound to its destination address before one
+// bound to 0.0.0.0: this peer sees its own connection only.
+Peer::Peer(const std::string &addr, uint8_t paths) : max_paths(paths) {
+  my_addr = addr;
+  init_dut();
+  rx_fd_ = open_udp(addr, kUdpPort);
+  init_rx();
+}
+
+void Peer::init_dut() {
+  const char *a = getenv("CONF_DUT_ADDR");
   if (a) dut_addr = a;
   a = getenv("CONF_DUT_DEV");
   if (a) dut.name = a;
-  rx_fd_ = open_udp("0.0.0.0", kUdpPort);
+}
+
+void Peer::init_rx() {
   int one = 1;
   setsockopt(rx_fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
   incarnation = rng()() | 1;
@@ -215,6 +232,11 @@ void Peer::pump(int ms) {
   std::string last;
   for (;;) {
     auto now = Clock::now();
+    while (!delayed_.empty() && now - delayed_.front().when >= data_delay) {
+      Received d = std::move(delayed_.front());
+      delayed_.pop_front();
+      take_in(d);
+    }
     int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count());
     if (now > end + std::chrono::seconds(3)) {
       std::string by;
@@ -223,8 +245,17 @@ void Peer::pump(int ms) {
                     << "; the last: " << last;
       return;
     }
+    int wait_ms = std::max(left, 0);
+    if (!delayed_.empty()) {
+      auto due = delayed_.front().when + data_delay - now;
+      wait_ms = std::min<int>(
+          wait_ms, int(std::chrono::ceil<std::chrono::milliseconds>(due).count()));
+    }
     pollfd pfd{rx_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, left > 0 ? left : 0) <= 0) return;
+    if (poll(&pfd, 1, wait_ms) <= 0) {
+      if (left <= 0) return;
+      continue;  // a delayed packet is due, or the wait goes on
+    }
     uint8_t buf[65536];
     char ctl[256];
     sockaddr_in from{};
@@ -270,30 +301,48 @@ void Peer::pump(int ms) {
 
 void Peer::handle(Received &r) {
   const Packet &p = r.pkt;
-  if (connected && is_sequenced(p.bth.opcode) && p.bth.path_id < kMaxPaths) {
+  if (connected && is_sequenced(p.bth.opcode) && p.bth.path_id < kMaxPaths &&
+      p.bth.conn_id == my_conn_id) {
     if (lose && lose(r)) return;
-    seen_data.push_back(r);
-    DutPath &dp = dpath[p.bth.path_id];
-    dp.sport = r.sport;
-    PathModel m{dp.cum, dp.got};
-    if (m.arrive(p.bth.psn) == PathModel::Verdict::kNew) {
-      dp.cum = m.cum;
-      dp.got = m.got;
-      if (dp.pkts < 0xffff) dp.pkts++;
-      if ((echo_ce || (r.tos & 3) == 3) && dp.ces < 0xffff) dp.ces++;
-      if (p.bth.opcode == kWrite || p.bth.opcode == kSend) {
-        InMessage &m2 = in_msgs[{p.bth.stream, p.bth.msn}];
-        m2.len = p.bth.opcode == kWrite ? p.reth.length : p.msgh.msg_len;
-        m2.parts[p.bth.offset] = p.payload;
-        uint32_t &cum = in_msn_cum[p.bth.stream];
-        for (auto it = in_msgs.find({p.bth.stream, cum});
-             it != in_msgs.end() && it->second.complete();
-             it = in_msgs.find({p.bth.stream, cum}))
-          cum++;
-      }
+    if (data_delay.count() > 0) {
+      delayed_.push_back(std::move(r));
+      return;
     }
-    if (auto_ack) ack_dut_path(p.bth.path_id, &p);
+    take_in(r);
+    return;
   }
+  // [MR-CONN-5]: as the responder, a repeated request gets the same answer.
+  if (connected && !resp_bytes_.empty() && p.bth.opcode == kConnectReq &&
+      p.conn.src_conn_id == dut_conn_id && p.conn.incarnation == req.incarnation)
+    send_raw(resp_bytes_, my_sport(0));
+  inbox.push_back(std::move(r));
+}
+
+// A sequenced packet of our connection as our receiver takes it: recorded, placed and
+// (auto_ack) acknowledged.
+void Peer::take_in(Received &r) {
+  const Packet &p = r.pkt;
+  seen_data.push_back(r);
+  DutPath &dp = dpath[p.bth.path_id];
+  dp.sport = r.sport;
+  PathModel m{dp.cum, dp.got};
+  if (m.arrive(p.bth.psn) == PathModel::Verdict::kNew) {
+    dp.cum = m.cum;
+    dp.got = m.got;
+    if (dp.pkts < 0xffff) dp.pkts++;
+    if ((echo_ce || (r.tos & 3) == 3) && dp.ces < 0xffff) dp.ces++;
+    if (p.bth.opcode == kWrite || p.bth.opcode == kSend) {
+      InMessage &m2 = in_msgs[{p.bth.stream, p.bth.msn}];
+      m2.len = p.bth.opcode == kWrite ? p.reth.length : p.msgh.msg_len;
+      m2.parts[p.bth.offset] = p.payload;
+      uint32_t &cum = in_msn_cum[p.bth.stream];
+      for (auto it = in_msgs.find({p.bth.stream, cum});
+           it != in_msgs.end() && it->second.complete();
+           it = in_msgs.find({p.bth.stream, cum}))
+        cum++;
+    }
+  }
+  if (auto_ack) ack_dut_path(p.bth.path_id, &p);
   inbox.push_back(std::move(r));
 }
 
@@ -338,7 +387,7 @@ Packet Peer::connect_req(uint8_t ver_min, uint8_t ver_max, uint32_t src_conn_id)
   p.bth.timestamp = now_us();
   p.conn.ver_min = ver_min;
   p.conn.ver_max = ver_max;
-  p.conn.max_paths = 16;
+  p.conn.max_paths = max_paths;
   p.conn.src_conn_id = src_conn_id;
   p.conn.incarnation = incarnation;
   p.conn.pmtu = 4096;
@@ -351,6 +400,13 @@ Packet Peer::connect_req(uint8_t ver_min, uint8_t ver_max, uint32_t src_conn_id)
 void Peer::connect() {
   if (connected) return;
   my_conn_id = uint32_t(rng()()) | 1;
+  in_addr mine{}, its{};
+  inet_pton(AF_INET, my_addr.c_str(), &mine);
+  inet_pton(AF_INET, dut_addr.c_str(), &its);
+  if (ntohl(mine.s_addr) > ntohl(its.s_addr)) {
+    answer_connect_req();
+    return;
+  }
   Packet p = connect_req(1, 3, my_conn_id);
   req = p.conn;
   for (int attempt = 0; attempt < 5 && !connected; attempt++) {
@@ -360,17 +416,48 @@ void Peer::connect() {
     resp = r->pkt.conn;
     EXPECT_EQ(r->pkt.bth.conn_id, my_conn_id) << "CONNECT_RESP addressed to our src_conn_id";
     dut_conn_id = resp.src_conn_id;
-    pmtu = std::max<uint32_t>(256, resp.pmtu / 256 * 256);
-    npaths = resp.max_paths;
-    for (unsigned i = 0; i < kMaxPaths; i++) {
-      next_psn[i] = req.initial_psn + (i << 24);
-      model[i].cum = next_psn[i];
-      dpath[i].cum = resp.initial_psn + (i << 24);
-    }
-    connected = true;
+    set_up_paths(req.initial_psn, resp.initial_psn);
     inbox.push_back(std::move(*r));  // the handshake tests look at it
   }
   if (!connected) throw std::runtime_error("no CONNECT_RESP from the DUT");
+}
+
+// [MR-CONN-4]: the responder's choices are the minimum of both sides'.
+void Peer::answer_connect_req() {
+  auto q = wait([](const Received &x) { return x.pkt.bth.opcode == kConnectReq; }, 2000);
+  if (!q) throw std::runtime_error("no CONNECT_REQ from the DUT");
+  req = q->pkt.conn;
+  Packet r = connect_req(kVersion, kVersion, my_conn_id);
+  r.bth.opcode = kConnectResp;
+  r.bth.conn_id = req.src_conn_id;
+  r.conn.ver_min = r.conn.ver_max = std::min<uint8_t>(req.ver_max, kVersion);
+  r.conn.max_paths = std::min(req.max_paths, max_paths);
+  r.conn.pmtu = std::min<uint16_t>(req.pmtu, r.conn.pmtu);
+  r.conn.peer_incarnation = req.incarnation;
+  resp = r.conn;
+  resp_bytes_ = r.encode();
+  send_raw(resp_bytes_, my_sport(0));
+  dut_conn_id = req.src_conn_id;
+  set_up_paths(resp.initial_psn, req.initial_psn);
+}
+
+void Peer::set_up_paths(uint32_t my_initial_psn, uint32_t dut_initial_psn) {
+  pmtu = std::max<uint32_t>(256, resp.pmtu / 256 * 256);
+  npaths = resp.max_paths;
+  for (unsigned i = 0; i < kMaxPaths; i++) {
+    next_psn[i] = my_initial_psn + (i << 24);
+    model[i].cum = next_psn[i];
+    dpath[i].cum = dut_initial_psn + (i << 24);
+  }
+  connected = true;
+}
+
+void Peer::close_connection() {
+  Packet c;
+  c.bth.opcode = kClose;
+  c.bth.conn_id = dut_conn_id;
+  send_raw(c.encode(), my_sport(0));
+  wait([](const Received &r) { return r.pkt.bth.opcode == kCloseAck; }, 200);
 }
 
 uint32_t Peer::send_seq(Packet p, unsigned path, uint8_t tos) {

@@ -66,7 +66,12 @@ struct InMessage {
 
 class Peer {
  public:
+  // The suite's peer: CONF_MY_ADDR; it receives every datagram to port 4791 that no other
+  // peer's address takes.
   Peer();
+  // A peer of its own at addr (one of the tester's addresses) whose connection offers
+  // max_paths paths.
+  Peer(const std::string &addr, uint8_t max_paths);
   ~Peer();
   Peer(const Peer &) = delete;
   Peer &operator=(const Peer &) = delete;
@@ -83,13 +88,17 @@ class Peer {
 
   // ---- the connection ----
   Dut dut;
-  Connh req, resp;  // our CONNECT_REQ and the DUT's CONNECT_RESP
+  Connh req, resp;  // the handshake's CONNECT_REQ and CONNECT_RESP (ours or the DUT's)
   uint32_t my_conn_id = 0, dut_conn_id = 0;
   uint32_t pmtu = 0;
   unsigned npaths = 0;
   bool connected = false;
-  void connect();  // the handshake, once
+  uint8_t max_paths = 16;  // what our handshake offers
+  // The handshake, once: the lower address asks ([MR-CONN-12]), so we send CONNECT_REQ
+  // when ours is lower and otherwise answer the DUT's.
+  void connect();
   Packet connect_req(uint8_t ver_min, uint8_t ver_max, uint32_t src_conn_id);
+  void close_connection();  // CLOSE, and a short wait for its CLOSE_ACK
 
   // ---- sequenced packets to the DUT ----
   std::array<uint32_t, kMaxPaths> next_psn{};
@@ -112,6 +121,10 @@ class Peer {
   uint16_t rate_hint = 0;  // our ACKs' rate_hint ([MR-CC-10] encoding; 0: no hint)
   // Packets for which this returns true are treated as lost: not recorded, not acked.
   std::function<bool(const Received &)> lose;
+  // A one-way delay for the DUT's sequenced packets: each is taken in (recorded,
+  // acknowledged) this long after it arrived, as if the link were that long.  `lose`
+  // judges it on arrival.
+  std::chrono::microseconds data_delay{0};
   std::vector<Received> seen_data;  // every sequenced packet from the DUT, in order
   void ack_dut_path(unsigned path, const Packet *trigger);
 
@@ -150,7 +163,14 @@ class Peer {
   int rx_fd_ = -1;
   std::map<uint16_t, int> tx_fds_;
   uint32_t next_qpn_ = 0x100;
+  std::deque<Received> delayed_;  // arrived, not yet taken in (data_delay)
   void handle(Received &r);
+  Bytes resp_bytes_;  // our CONNECT_RESP, when we answered the DUT's request
+  void init_dut();
+  void init_rx();
+  void take_in(Received &r);
+  void answer_connect_req();
+  void set_up_paths(uint32_t my_initial_psn, uint32_t dut_initial_psn);
 };
 
 Peer &peer();
