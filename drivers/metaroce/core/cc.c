@@ -77,8 +77,15 @@ void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, u64 ex
 /* [MR-CC-4] a mild cut, once per round: random loss is not congestion. */
 void mr_cc_on_loss(struct mr_cc_path *cc)
 {
+#ifdef METAROCE_MUTATION_LOSS_NO_CUT
+	/* Test-only mutation (make conformance-mutations): a loss leaves cwnd alone. */
+	return;
+#endif
+#ifndef METAROCE_MUTATION_LOSS_CUT_EVERY_ACK
+	/* (The mutation of that name cuts for every ACK that reveals a loss.) */
 	if (cc->round_loss)
 		return;
+#endif
 	cc->round_loss = true;
 	cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (cc->cwnd_q10 >> MR_LOSS_BETA_SHIFT));
 }
