@@ -114,10 +114,9 @@ Mutation check
 (``-DMETAROCE_MUTATION_<NAME>``, code under ``#ifdef`` that the normal build does not
 contain) and runs the whole suite against each; a mutation is caught when at least
 one test fails.  "Caught by" lists every failing test of the mutant's run: the test
-aimed at the broken rule and the ones that fail as a consequence (and, in the slow
-emulated guest, a timing-sensitive test can fail by chance: MR_SACK_2 is the one seen).
-A known-gap test (one that may fail by chance, above) counts only when it passed
-against the real module in the same run; such a name is marked with ``*``.
+aimed at the broken rule and the ones that fail as a consequence.  A known-gap test
+(a TAP TODO test, above) counts only when it passed against the real module in the
+same run; such a name is marked with ``*``.
 
 .. list-table::
    :header-rows: 1

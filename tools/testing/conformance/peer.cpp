@@ -123,7 +123,9 @@ uint64_t Dut::field(const std::string &answer, const std::string &key) {
 }
 
 uint64_t Dut::counter(const std::string &cname) {
-  std::ifstream sys("/sys/class/infiniband/" + name + "/ports/1/hw_counters/" + cname);
+  const char *root = getenv("CONF_DUT_SYSFS");
+  std::ifstream sys(std::string(root ? root : "/sys") + "/class/infiniband/" + name +
+                    "/ports/1/hw_counters/" + cname);
   uint64_t v;
   if (sys >> v) return v;
   std::string cmdline = "rdma statistic show link " + name + "/1";
@@ -232,8 +234,8 @@ void Peer::pump(int ms) {
   std::string last;
   for (;;) {
     auto now = Clock::now();
-    while (!delayed_.empty() && now - delayed_.front().when >= data_delay) {
-      Received d = std::move(delayed_.front());
+    while (!delayed_.empty() && now >= delayed_.front().first) {
+      Received d = std::move(delayed_.front().second);
       delayed_.pop_front();
       take_in(d);
     }
@@ -247,7 +249,7 @@ void Peer::pump(int ms) {
     }
     int wait_ms = std::max(left, 0);
     if (!delayed_.empty()) {
-      auto due = delayed_.front().when + data_delay - now;
+      auto due = delayed_.front().first - now;
       wait_ms = std::min<int>(
           wait_ms, int(std::chrono::ceil<std::chrono::milliseconds>(due).count()));
     }
@@ -305,7 +307,9 @@ void Peer::handle(Received &r) {
       p.bth.conn_id == my_conn_id) {
     if (lose && lose(r)) return;
     if (data_delay.count() > 0) {
-      delayed_.push_back(std::move(r));
+      auto due = r.when + data_delay;
+      if (!delayed_.empty()) due = std::max(due, delayed_.back().first);
+      delayed_.emplace_back(due, std::move(r));
       return;
     }
     take_in(r);

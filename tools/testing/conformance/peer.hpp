@@ -125,6 +125,7 @@ class Peer {
   // acknowledged) this long after it arrived, as if the link were that long.  `lose`
   // judges it on arrival.
   std::chrono::microseconds data_delay{0};
+  size_t held() const { return delayed_.size(); }  // arrived, not yet taken in
   std::vector<Received> seen_data;  // every sequenced packet from the DUT, in order
   void ack_dut_path(unsigned path, const Packet *trigger);
 
@@ -163,7 +164,8 @@ class Peer {
   int rx_fd_ = -1;
   std::map<uint16_t, int> tx_fds_;
   uint32_t next_qpn_ = 0x100;
-  std::deque<Received> delayed_;  // arrived, not yet taken in (data_delay)
+  // Arrived, not yet taken in (data_delay), with the time each is due.
+  std::deque<std::pair<Clock::time_point, Received>> delayed_;
   void handle(Received &r);
   Bytes resp_bytes_;  // our CONNECT_RESP, when we answered the DUT's request
   void init_dut();
