@@ -68,6 +68,18 @@ class Conformance : public testing::Test {
   std::string poll_dut(const Peer::Stream &s, int ms) {
     return P.dut.cmd("poll " + std::to_string(s.qp) + " " + std::to_string(ms));
   }
+  // The shared connection still carries data: a Write on a new stream is placed and
+  // acknowledged.
+  void expect_connection_works(uint8_t seed) {
+    Peer::Stream s = P.open_stream();
+    Peer::Mr mr = P.dut_mr(s, 4096, "w");
+    Bytes data = pattern(64, seed);
+    Packet w = P.write_pkt(s, 0, mr.va, mr.rkey, 64, 0, data);
+    w.bth.flags |= kAckReq;
+    P.send_seq(w, 0);
+    ASSERT_TRUE(P.wait_ack(0, 500)) << "the connection stopped answering";
+    EXPECT_EQ(hex(P.dut_bytes("m", mr.idx, 0, 64)), hex(data));
+  }
   int qp_state(const Peer::Stream &s) {
     return int(Dut::field(P.dut.cmd("state " + std::to_string(s.qp)), "state"));
   }

@@ -70,14 +70,7 @@ TEST_F(ConnTest, MR_CONN_5_DuplicateRequestGetsSameResponse) {
   EXPECT_EQ(a.pmtu, b.pmtu);
   EXPECT_EQ(a.max_paths, b.max_paths);
   // The old connection still carries data.
-  auto s = P.open_stream();
-  auto mr = P.dut_mr(s, 4096, "w");
-  Bytes data = pattern(64, 7);
-  Packet w = P.write_pkt(s, 0, mr.va, mr.rkey, 64, 0, data);
-  w.bth.flags |= kAckReq;
-  P.send_seq(w, 0);
-  ASSERT_TRUE(P.wait_ack(0, 500)) << "the connection stopped answering";
-  EXPECT_EQ(hex(P.dut_bytes("m", mr.idx, 0, 64)), hex(data));
+  expect_connection_works(7);
 }
 
 }  // namespace
@@ -396,14 +389,7 @@ TEST_F(DutRequesterTest, MR_SEC_4_RequestsBeyondTheConnectionBoundAreDropped) {
   EXPECT_EQ(resps, fds.size()) << "requests within the bound were not answered";
   for (int fd : fds) close(fd);
   // The live connection was never affected.
-  auto s = P.open_stream();
-  auto mr = P.dut_mr(s, 4096, "w");
-  Bytes data = pattern(64, 11);
-  Packet w = P.write_pkt(s, 0, mr.va, mr.rkey, 64, 0, data);
-  w.bth.flags |= kAckReq;
-  P.send_seq(w, 0);
-  ASSERT_TRUE(P.wait_ack(0, 500)) << "the connection stopped answering";
-  EXPECT_EQ(hex(P.dut_bytes("m", mr.idx, 0, 64)), hex(data));
+  expect_connection_works(11);
   printf("# %zu requests dropped at bound 0 (conn_limit_drops +%llu), %u answered at bound %s",
          fds.size(), (unsigned long long)drops, resps, saved.c_str());
 }
