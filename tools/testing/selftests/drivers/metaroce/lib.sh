@@ -227,6 +227,32 @@ pair_hear() { # NAME [SECONDS]
 	return 1
 }
 
+# run_pair NAME CMD [ARG...]: after a barrier, CMD as the server on guest b and as the
+# client on guest a, with the peer's address appended; the client tries again while the
+# server does not listen yet (slow start under TCG).  PAIR_TIMEOUT (seconds, default 180)
+# and PAIR_TAIL (output lines shown, default 25) may be set for one call.  The output is
+# left in RUN_OUT.
+run_pair() {
+	local name=$1 out rc i secs=${PAIR_TIMEOUT:-180}
+	shift
+	check "barrier: $name" pair_barrier "$name"
+	if [ "$MR_ROLE" = b ]; then
+		out=$(timeout "$secs" "$@" 2>&1)
+		rc=$?
+	else
+		for ((i = 0; i < 20; i++)); do
+			sleep 1
+			out=$(timeout "$secs" "$@" "$MR_PEER" 2>&1)
+			rc=$?
+			[ "$rc" != 0 ] && grep -qiE "couldn't connect|unable to init the socket" <<<"$out" ||
+				break
+		done
+	fi
+	sed 's/^/#   /' <<<"$out" | tail -n "${PAIR_TAIL:-25}"
+	check_eq "$name ($MR_ROLE side) completes" 0 "$rc"
+	RUN_OUT=$out
+}
+
 # ---- NVMe over Fabrics (nvme_of, nvme_teardown) ----
 NVME_NQN=nqn.2026-11.org.metaroce:selftest
 NVME_PORT=4420

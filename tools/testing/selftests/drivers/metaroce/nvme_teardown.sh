@@ -33,18 +33,18 @@ check "peer reachable on the macvlan" wait_for 20 ping -c 1 -W 1 "$PEER"
 check "modprobe metaroce" modprobe metaroce
 check "mr0 on $NDEV" dev_up
 
-# Connect, check a MiB round trip, start a writer in the background.
-start_writer() { # label
-	local label=$1 dev
+# Connect, check a round trip of MIB (default 1) MiB, start a writer in the background.
+start_writer() { # label [MIB]
+	local label=$1 mib=${2:-1} dev
 
 	check "$label: nvme connect -t rdma" nvme_connect "$PEER" 3
 	log "$label: nvme connect tries: $(cat /tmp/nvme-tries)"
 	check "$label: namespace block device appears" wait_for 30 nvme_ns_dev
 	dev=$(nvme_ns_dev) || dev=/dev/null
-	head -c 1M /dev/urandom >/tmp/mib
-	check "$label: 1 MiB written" dd if=/tmp/mib of="$dev" bs=1M oflag=direct status=none
+	head -c "${mib}M" /dev/urandom >/tmp/mib
+	check "$label: $mib MiB written" dd if=/tmp/mib of="$dev" bs=1M oflag=direct status=none
 	check_eq "$label: and read back intact" "$(sha256sum </tmp/mib)" \
-		"$(dd if="$dev" bs=1M count=1 iflag=direct status=none | sha256sum)"
+		"$(dd if="$dev" bs=1M count="$mib" iflag=direct status=none | sha256sum)"
 	dd if=/dev/zero of="$dev" bs=64k count=100000 oflag=direct status=none 2>/tmp/writer.err &
 	WRITER=$!
 	sleep 3
@@ -82,18 +82,7 @@ if [ "$MR_ROLE" = b ]; then
 
 	check "after rmmod: modprobe metaroce again" modprobe metaroce
 	check "after rmmod: mr0 back" dev_up
-	check "after rmmod: nvme connect -t rdma" nvme_connect "$PEER" 3
-	log "after rmmod: nvme connect tries: $(cat /tmp/nvme-tries)"
-	check "after rmmod: namespace block device appears" wait_for 30 nvme_ns_dev
-	dev=$(nvme_ns_dev) || dev=/dev/null
-	head -c 4M /dev/urandom >/tmp/mib
-	check "after rmmod: 4 MiB written" dd if=/tmp/mib of="$dev" bs=1M oflag=direct status=none
-	check_eq "after rmmod: and read back intact" "$(sha256sum </tmp/mib)" \
-		"$(dd if="$dev" bs=1M count=4 iflag=direct status=none | sha256sum)"
-	dd if=/dev/zero of="$dev" bs=64k count=100000 oflag=direct status=none 2>/tmp/writer.err &
-	WRITER=$!
-	sleep 3
-	check "netdev removal: the writer is running" kill -0 $WRITER
+	start_writer "netdev removal" 4
 	check "netdev removal: ip link del $NDEV under traffic" ip link del $NDEV
 	writer_failed "netdev removal"
 	check "netdev removal: mr0 went with its netdev" wait_for 10 \
@@ -105,8 +94,6 @@ log "counters: $(rdma statistic show link mr0/1 2>&1 | tr '\n' ' ')"
 if [ "$MR_ROLE" = a ]; then
 	check "target torn down" nvmet_down
 	check "rmmod nvmet-rdma" modprobe -r nvmet-rdma
-fi
-if [ "$MR_ROLE" = a ]; then
 	check "rdma link delete mr0" rdma link delete mr0
 fi
 check "rmmod metaroce" rmmod metaroce

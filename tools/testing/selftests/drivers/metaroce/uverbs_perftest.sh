@@ -25,29 +25,6 @@ check "GID of $MR_EP" wait_for 5 addr_gid_index mr0 "$MR_EP"
 gid=$(addr_gid_index mr0 "$MR_EP")
 log "GID index $gid"
 
-# run NAME CMD...: the server (b) waits for the client (a); both must succeed.
-# Each run gets its own barrier so the server listens before the client connects.
-run_pair() {
-	local name=$1 out rc i
-	shift
-	check "barrier: $name" pair_barrier "$name"
-	if [ "$MR_ROLE" = b ]; then
-		out=$(timeout 180 "$@" 2>&1)
-		rc=$?
-	else
-		# The server may not listen yet (slow start under TCG): retry connecting.
-		for ((i = 0; i < 20; i++)); do
-			sleep 1
-			out=$(timeout 180 "$@" "$MR_PEER" 2>&1)
-			rc=$?
-			[ "$rc" != 0 ] && grep -qiE "couldn't connect|unable to init the socket" <<<"$out" || break
-		done
-	fi
-	sed 's/^/#   /' <<<"$out" | tail -n 25
-	check_eq "$name ($MR_ROLE side) completes" 0 "$rc"
-	RUN_OUT=$out
-}
-
 perftests="ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_send_lat"
 lossy=1
 if [ $# -gt 0 ]; then

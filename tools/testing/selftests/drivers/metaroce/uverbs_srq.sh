@@ -27,30 +27,9 @@ check "port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
 check "GID of $MR_EP" wait_for 5 addr_gid_index mr0 "$MR_EP"
 gid=$(addr_gid_index mr0 "$MR_EP")
 
-# run_pair NAME CMD...: the server (b) waits for the client (a); both must succeed.
-run_pair() {
-	local name=$1 out rc i
-	shift
-	check "barrier: $name" pair_barrier "$name"
-	if [ "$MR_ROLE" = b ]; then
-		out=$(timeout 300 "$@" 2>&1)
-		rc=$?
-	else
-		# The server may not listen yet (slow start under TCG): retry connecting.
-		for ((i = 0; i < 20; i++)); do
-			sleep 1
-			out=$(timeout 300 "$@" "$MR_PEER" 2>&1)
-			rc=$?
-			[ "$rc" != 0 ] && grep -qiE "couldn't connect" <<<"$out" || break
-		done
-	fi
-	sed 's/^/#   /' <<<"$out" | tail -n 8
-	check_eq "$name ($MR_ROLE side) completes" 0 "$rc"
-	RUN_OUT=$out
-}
-
 round() { # LABEL
-	run_pair "ibv_srq_pingpong -c $1" ibv_srq_pingpong -d mr0 -g "$gid" -c -q 16 -n 300 -s 8192
+	PAIR_TIMEOUT=300 PAIR_TAIL=8 run_pair "ibv_srq_pingpong -c $1" \
+		ibv_srq_pingpong -d mr0 -g "$gid" -c -q 16 -n 300 -s 8192
 	check "ibv_srq_pingpong $1: 300 iterations" grep -q "300 iters in" <<<"$RUN_OUT"
 }
 
