@@ -2,12 +2,14 @@
 // Encoding and total parsing of MetaRoCE packets, from the spec's header tables.
 #include "wire.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace conf {
 namespace {
 
-// [MR-GEN-2]: every multi-byte field is big-endian.
+// [MR-GEN-2]: every multi-byte field is big-endian.  Writer and Reader have the same
+// methods, so that walk() below lists each header's fields once for both directions.
 class Writer {
  public:
   explicit Writer(Bytes &out) : out_(out) {}
@@ -24,47 +26,173 @@ class Writer {
     u32(uint32_t(v >> 32));
     u32(uint32_t(v));
   }
-  void zeros(size_t n) { out_.insert(out_.end(), n, 0); }
+  void reserved(size_t n) { out_.insert(out_.end(), n, 0); }
   void bytes(const uint8_t *p, size_t n) { out_.insert(out_.end(), p, p + n); }
 
  private:
   Bytes &out_;
 };
 
+// The caller checks has() before reading.
 class Reader {
  public:
   Reader(const uint8_t *p, size_t len) : p_(p), len_(len) {}
   bool has(size_t n) const { return len_ - pos_ >= n; }
   size_t left() const { return len_ - pos_; }
-  uint8_t u8() { return p_[pos_++]; }
-  uint16_t u16() {
-    uint16_t v = uint16_t(p_[pos_] << 8 | p_[pos_ + 1]);
+  void u8(uint8_t &v) { v = p_[pos_++]; }
+  void u16(uint16_t &v) {
+    v = uint16_t(p_[pos_] << 8 | p_[pos_ + 1]);
     pos_ += 2;
-    return v;
   }
-  uint32_t u32() {
-    uint32_t hi = u16();
-    return hi << 16 | u16();
+  void u32(uint32_t &v) {
+    uint16_t hi, lo;
+    u16(hi);
+    u16(lo);
+    v = uint32_t(hi) << 16 | lo;
   }
-  uint64_t u64() {
-    uint64_t hi = u32();
-    return hi << 32 | u32();
+  void u64(uint64_t &v) {
+    uint32_t hi, lo;
+    u32(hi);
+    u32(lo);
+    v = uint64_t(hi) << 32 | lo;
   }
-  void skip(size_t n) { pos_ += n; }
-  // Skips n reserved bytes; false when any is nonzero.
-  bool reserved(size_t n) {
-    bool zero = true;
-    for (size_t i = 0; i < n; i++) zero &= p_[pos_ + i] == 0;
+  // n reserved bytes; any that is not zero is noted in nonzero.
+  void reserved(size_t n) {
+    for (size_t i = 0; i < n; i++) nonzero |= p_[pos_ + i] != 0;
     pos_ += n;
-    return zero;
+  }
+  void bytes(uint8_t *p, size_t n) {
+    std::copy(p_ + pos_, p_ + pos_ + n, p);
+    pos_ += n;
   }
   const uint8_t *here() const { return p_ + pos_; }
+  bool nonzero = false;
 
  private:
   const uint8_t *p_;
   size_t len_;
   size_t pos_ = 0;
 };
+
+// The fixed part of the extension header of an opcode (after the base header): its
+// length and name; {0, ""} for none.
+struct Ext {
+  size_t len;
+  const char *name;
+};
+Ext ext_of(uint8_t op) {
+  switch (op) {
+    case kSend:
+    case kReadResp:
+      return {kMsghLen, "MSGH"};
+    case kWrite:
+    case kReadReq:
+      return {kRethLen, "RETH"};
+    case kAtomicCas:
+    case kAtomicFadd:
+      return {kAtomicEthLen, "ATOMICETH"};
+    case kAtomicResp:
+      return {kAtomicAhLen, "ATOMICAH"};
+    case kUdSend:
+      return {kUdhLen, "UDH"};
+    case kAck:
+      return {kAckhLen, "ACKH"};
+    case kNak:
+      return {kNakhLen, "NAKH"};
+    case kConnectReq:
+    case kConnectResp:
+      return {kConnhLen, "CONNH"};
+    case kClose:
+    case kCloseAck:
+      return {kCloseLen, "CLOSEH"};
+    default:
+      return {0, ""};
+  }
+}
+
+// The base header and the fixed part of the opcode's extension header, in wire order
+// (headers.rst, ack.rst, connection.rst): P is Packet for the Reader, const Packet for
+// the Writer.  n_msg_acks is the ACK's MSGACK count.
+template <class Io, class P>
+void walk(Io &io, P &p, uint8_t &n_msg_acks) {
+  auto &b = p.bth;
+  io.u8(b.version);
+  io.u8(b.opcode);
+  io.u16(b.flags);
+  io.u32(b.conn_id);
+  io.u16(b.path_id);
+  io.u16(b.payload_len);
+  io.u32(b.psn);
+  io.u32(b.stream);
+  io.u32(b.msn);
+  io.u32(b.offset);
+  io.u32(b.timestamp);
+  switch (b.opcode) {
+    case kSend:
+    case kReadResp:
+      io.u32(p.msgh.msg_len);
+      io.u32(p.msgh.rsn);
+      break;
+    case kWrite:
+    case kReadReq:
+      io.u64(p.reth.va);
+      io.u32(p.reth.rkey);
+      io.u32(p.reth.length);
+      break;
+    case kAtomicCas:
+    case kAtomicFadd:
+      io.u64(p.aeth.va);
+      io.u32(p.aeth.rkey);
+      io.reserved(4);
+      io.u64(p.aeth.swap_add);
+      io.u64(p.aeth.compare);
+      break;
+    case kAtomicResp:
+      io.u64(p.atomic_orig);
+      break;
+    case kUdSend:
+      io.u32(p.ud_qkey);
+      io.u32(p.ud_src_qpn);
+      break;
+    case kAck:
+      io.u32(p.ack.cum_psn);
+      io.u32(p.ack.ts_echo);
+      io.u16(p.ack.rate_hint);
+      io.u16(p.ack.ce_count);
+      io.u16(p.ack.pkt_count);
+      io.u8(n_msg_acks);
+      io.reserved(1);
+      io.bytes(p.ack.sack.data(), p.ack.sack.size());
+      break;
+    case kNak:
+      io.u8(p.nak.code);
+      io.reserved(3);
+      io.u32(p.nak.info);
+      break;
+    case kConnectReq:
+    case kConnectResp:
+      io.u8(p.conn.ver_min);
+      io.u8(p.conn.ver_max);
+      io.u8(p.conn.max_paths);
+      io.reserved(1);
+      io.u32(p.conn.src_conn_id);
+      io.u64(p.conn.incarnation);
+      io.u16(p.conn.pmtu);
+      io.reserved(2);
+      io.u32(p.conn.link_mbps);
+      io.u64(p.conn.peer_incarnation);
+      io.u32(p.conn.initial_psn);
+      io.reserved(4);
+      break;
+    case kClose:
+    case kCloseAck:
+      io.u32(p.close_reason);
+      io.reserved(4);
+      break;
+    default:
+      break;
+  }
+}
 
 bool is_data(uint8_t op) {
   return op == kSend || op == kWrite || op == kReadResp || op == kUdSend;
@@ -135,85 +263,13 @@ bool Ackh::reports(uint32_t psn) const {
 Bytes Packet::encode() const {
   Bytes out;
   Writer w(out);
-  w.u8(bth.version);
-  w.u8(bth.opcode);
-  w.u16(bth.flags);
-  w.u32(bth.conn_id);
-  w.u16(bth.path_id);
-  w.u16(bth.payload_len);
-  w.u32(bth.psn);
-  w.u32(bth.stream);
-  w.u32(bth.msn);
-  w.u32(bth.offset);
-  w.u32(bth.timestamp);
-  switch (bth.opcode) {
-    case kSend:
-    case kReadResp:
-      w.u32(msgh.msg_len);
-      w.u32(msgh.rsn);
-      break;
-    case kWrite:
-    case kReadReq:
-      w.u64(reth.va);
-      w.u32(reth.rkey);
-      w.u32(reth.length);
-      break;
-    case kAtomicCas:
-    case kAtomicFadd:
-      w.u64(aeth.va);
-      w.u32(aeth.rkey);
-      w.u32(0);
-      w.u64(aeth.swap_add);
-      w.u64(aeth.compare);
-      break;
-    case kAtomicResp:
-      w.u64(atomic_orig);
-      break;
-    case kUdSend:
-      w.u32(ud_qkey);
-      w.u32(ud_src_qpn);
-      break;
-    case kAck:
-      w.u32(ack.cum_psn);
-      w.u32(ack.ts_echo);
-      w.u16(ack.rate_hint);
-      w.u16(ack.ce_count);
-      w.u16(ack.pkt_count);
-      w.u8(uint8_t(ack.msg_acks.size()));
-      w.u8(0);
-      w.bytes(ack.sack.data(), ack.sack.size());
-      for (const auto &m : ack.msg_acks) {
-        w.u32(m.stream);
-        w.u32(m.msn_cum);
-      }
-      break;
-    case kNak:
-      w.u8(nak.code);
-      w.zeros(3);
-      w.u32(nak.info);
-      break;
-    case kConnectReq:
-    case kConnectResp:
-      w.u8(conn.ver_min);
-      w.u8(conn.ver_max);
-      w.u8(conn.max_paths);
-      w.u8(0);
-      w.u32(conn.src_conn_id);
-      w.u64(conn.incarnation);
-      w.u16(conn.pmtu);
-      w.u16(0);
-      w.u32(conn.link_mbps);
-      w.u64(conn.peer_incarnation);
-      w.u32(conn.initial_psn);
-      w.u32(0);
-      break;
-    case kClose:
-    case kCloseAck:
-      w.u32(close_reason);
-      w.u32(0);
-      break;
-    default:
-      break;
+  uint8_t n = uint8_t(ack.msg_acks.size());
+  walk(w, *this, n);
+  if (bth.opcode == kAck) {
+    for (const auto &m : ack.msg_acks) {
+      w.u32(m.stream);
+      w.u32(m.msn_cum);
+    }
   }
   if ((bth.flags & kImm) && (bth.opcode == kSend || bth.opcode == kWrite || bth.opcode == kUdSend))
     w.u32(imm);
@@ -226,18 +282,15 @@ std::optional<Packet> parse(const uint8_t *p, size_t len, std::string *why) {
   Packet pkt;
   Reader r(p, len);
   if (!r.has(kBthLen)) return fail(why, "shorter than the base header"), std::nullopt;
-  Bth &b = pkt.bth;
-  b.version = r.u8();
-  b.opcode = r.u8();
-  b.flags = r.u16();
-  b.conn_id = r.u32();
-  b.path_id = r.u16();
-  b.payload_len = r.u16();
-  b.psn = r.u32();
-  b.stream = r.u32();
-  b.msn = r.u32();
-  b.offset = r.u32();
-  b.timestamp = r.u32();
+  const Ext ext = ext_of(p[1]);
+  if (!r.has(kBthLen + ext.len)) {
+    if (why) *why = std::string("truncated ") + ext.name;
+    return std::nullopt;
+  }
+  uint8_t n = 0;
+  walk(r, pkt, n);
+  pkt.reserved_nonzero = r.nonzero;
+  const Bth &b = pkt.bth;
   if (b.version != kVersion) return fail(why, "version"), std::nullopt;
   if (!is_known_opcode(b.opcode)) return fail(why, "opcode"), std::nullopt;
   const uint16_t f = b.flags;
@@ -254,103 +307,41 @@ std::optional<Packet> parse(const uint8_t *p, size_t len, std::string *why) {
   switch (b.opcode) {
     case kSend:
     case kReadResp:
-      if (!r.has(kMsghLen)) return fail(why, "truncated MSGH"), std::nullopt;
-      pkt.msgh.msg_len = r.u32();
-      pkt.msgh.rsn = r.u32();
       msg_len = pkt.msgh.msg_len;
       break;
     case kWrite:
     case kReadReq:
-      if (!r.has(kRethLen)) return fail(why, "truncated RETH"), std::nullopt;
-      pkt.reth.va = r.u64();
-      pkt.reth.rkey = r.u32();
-      pkt.reth.length = r.u32();
       msg_len = pkt.reth.length;
       single = b.opcode == kReadReq;
       break;
     case kAtomicCas:
     case kAtomicFadd:
-      if (!r.has(kAtomicEthLen)) return fail(why, "truncated ATOMICETH"), std::nullopt;
-      pkt.aeth.va = r.u64();
-      pkt.aeth.rkey = r.u32();
-      pkt.reserved_nonzero |= !r.reserved(4);
-      pkt.aeth.swap_add = r.u64();
-      pkt.aeth.compare = r.u64();
-      single = true;
-      break;
     case kAtomicResp:
-      if (!r.has(kAtomicAhLen)) return fail(why, "truncated ATOMICAH"), std::nullopt;
-      pkt.atomic_orig = r.u64();
       single = true;
       break;
     case kUdSend:
-      if (!r.has(kUdhLen)) return fail(why, "truncated UDH"), std::nullopt;
-      pkt.ud_qkey = r.u32();
-      pkt.ud_src_qpn = r.u32();
       pkt.reserved_nonzero |= (pkt.ud_src_qpn >> 24) != 0;
       single = true;
       break;
-    case kAck: {
-      if (!r.has(kAckhLen)) return fail(why, "truncated ACKH"), std::nullopt;
-      Ackh &a = pkt.ack;
-      a.cum_psn = r.u32();
-      a.ts_echo = r.u32();
-      a.rate_hint = r.u16();
-      a.ce_count = r.u16();
-      a.pkt_count = r.u16();
-      unsigned n = r.u8();
-      pkt.reserved_nonzero |= !r.reserved(1);
-      for (auto &byte : a.sack) byte = r.u8();
+    case kAck:
       if (n > kMaxMsgAcks) return fail(why, "n_msg_acks"), std::nullopt;
       if (!r.has(size_t(n) * kMsgAckLen)) return fail(why, "truncated MSGACKs"), std::nullopt;
-      for (unsigned i = 0; i < n; i++) {
-        MsgAck m;
-        m.stream = r.u32();
-        m.msn_cum = r.u32();
-        a.msg_acks.push_back(m);
+      pkt.ack.msg_acks.resize(n);
+      for (MsgAck &m : pkt.ack.msg_acks) {
+        r.u32(m.stream);
+        r.u32(m.msn_cum);
       }
-      break;
-    }
-    case kNak:
-      if (!r.has(kNakhLen)) return fail(why, "truncated NAKH"), std::nullopt;
-      pkt.nak.code = r.u8();
-      pkt.reserved_nonzero |= !r.reserved(3);
-      pkt.nak.info = r.u32();
-      break;
-    case kConnectReq:
-    case kConnectResp: {
-      if (!r.has(kConnhLen)) return fail(why, "truncated CONNH"), std::nullopt;
-      Connh &c = pkt.conn;
-      c.ver_min = r.u8();
-      c.ver_max = r.u8();
-      c.max_paths = r.u8();
-      pkt.reserved_nonzero |= !r.reserved(1);
-      c.src_conn_id = r.u32();
-      c.incarnation = r.u64();
-      c.pmtu = r.u16();
-      pkt.reserved_nonzero |= !r.reserved(2);
-      c.link_mbps = r.u32();
-      c.peer_incarnation = r.u64();
-      c.initial_psn = r.u32();
-      pkt.reserved_nonzero |= !r.reserved(4);
-      break;
-    }
-    case kClose:
-    case kCloseAck:
-      if (!r.has(kCloseLen)) return fail(why, "truncated CLOSEH"), std::nullopt;
-      pkt.close_reason = r.u32();
-      pkt.reserved_nonzero |= !r.reserved(4);
       break;
     default:
       break;
   }
   if (f & kImm) {
     if (!r.has(kImmhLen)) return fail(why, "truncated IMMH"), std::nullopt;
-    pkt.imm = r.u32();
+    r.u32(pkt.imm);
   }
   if (f & kInv) {
     if (!r.has(kIethLen)) return fail(why, "truncated IETH"), std::nullopt;
-    pkt.inv_rkey = r.u32();
+    r.u32(pkt.inv_rkey);
   }
   if (r.left() != b.payload_len) return fail(why, "length"), std::nullopt;
   pkt.payload.assign(r.here(), r.here() + b.payload_len);
