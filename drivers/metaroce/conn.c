@@ -740,8 +740,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 			metaroce_conn_fail_locked(c);
 	}
 	while (mr_hs_next_packet(&c->hs, now, &pkt))
-		/* a new port each time: a retransmission need not follow a dead link */
-		metaroce_queue_pkt(c, &q, &pkt, metaroce_random_sport());
+		metaroce_queue_pkt(c, &q, &pkt, pkt.sport);
 	if (c->established && !c->dead) {
 		while (mr_conn_poll_completion(c->eng, &cm))
 			metaroce_complete(c, &cm);
@@ -750,9 +749,8 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 			metaroce_usq_drain(qp);
 			metaroce_sq_push(c, qp);
 		}
-		/* [MR-ACK-8] an ACK goes back with its path's entropy */
 		while (mr_conn_next_ack(c->eng, now, &pkt))
-			metaroce_queue_pkt(c, &q, &pkt, pkt.sport ?: metaroce_random_sport());
+			metaroce_queue_pkt(c, &q, &pkt, pkt.sport);
 		for (n = 0; n < METAROCE_TX_BUDGET; n++) {
 			if (!mr_conn_next_packet(c->eng, now, &d))
 				break;

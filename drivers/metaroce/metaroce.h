@@ -104,12 +104,6 @@ struct metaroce_dev {
 	struct delayed_work conn_idle_work;	/* [MR-CONN-9] closes idle connections */
 };
 
-/* A random UDP source port for a packet that belongs to no path, [MR-ENC-2]. */
-static inline u16 metaroce_random_sport(void)
-{
-	return MR_ENTROPY_MIN + get_random_u32() % (MR_ENTROPY_MAX - MR_ENTROPY_MIN + 1);
-}
-
 static inline struct metaroce_dev *to_mdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct metaroce_dev, ibdev);

@@ -189,7 +189,8 @@ static enum ib_wc_status metaroce_ud_build(struct metaroce_qp *qp, const struct 
 	cb->wr_id = wr->wr_id;
 	cb->len = len;
 	cb->signaled = qp->sq_sig_type == IB_SIGNAL_ALL_WR || wr->send_flags & IB_SEND_SIGNALED;
-	cb->sport = metaroce_random_sport();
+	/* [MR-VERBS-10] a datagram belongs to no path: a random port each time */
+	cb->sport = MR_ENTROPY_MIN + get_random_u32() % (MR_ENTROPY_MAX - MR_ENTROPY_MIN + 1);
 	if (ipv6_addr_v4mapped(&cb->saddr) != ipv6_addr_v4mapped(&cb->daddr)) {
 		kfree_skb(skb);
 		return IB_WC_LOC_QP_OP_ERR;

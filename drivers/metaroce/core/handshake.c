@@ -34,6 +34,7 @@ int mr_hs_connect(struct mr_hs *hs, const struct mr_hs_local *l, u64 now, u32 co
 	hs->requester = true;
 	hs->local_conn_id = conn_id;
 	hs->local_initial_psn = initial_psn;
+	hs->rng = (u64)conn_id << 32 | initial_psn;	/* both random */
 	hs->state = MR_HS_REQ_SENT;
 	mr_hs_arm(hs, now, MR_OP_CONNECT_REQ);
 	return 0;
@@ -108,6 +109,7 @@ enum mr_hs_event mr_hs_accept(struct mr_hs *hs, const struct mr_hs_local *l,
 	hs->local = *l;
 	hs->local_conn_id = conn_id;
 	hs->local_initial_psn = initial_psn;
+	hs->rng = (u64)conn_id << 32 | initial_psn;	/* both random */
 	return mr_hs_answer(hs, req);
 }
 
@@ -235,6 +237,8 @@ bool mr_hs_next_packet(struct mr_hs *hs, u64 now, struct mr_pkt *out)
 	out->bth.version = MR_VERSION;
 	out->bth.opcode = hs->pending;
 	out->bth.conn_id = hs->pending == MR_OP_CONNECT_REQ ? 0 : hs->peer_conn_id;
+	/* a new port each time: a retransmission need not follow a dead link */
+	out->sport = mr_entropy_random(&hs->rng);
 	if (hs->pending == MR_OP_CONNECT_REQ || hs->pending == MR_OP_CONNECT_RESP)
 		mr_hs_fill_connh(hs, &out->conn);
 	else

@@ -57,6 +57,7 @@ struct mr_hs {
 	u64 peer_incarnation;
 	u64 rto_ns;
 	u64 deadline_ns;	/* next retransmission of CONNECT_REQ or CLOSE */
+	u64 rng;		/* the UDP source ports of our packets */
 };
 
 enum mr_hs_event {

@@ -99,6 +99,12 @@ u64 mr_path_rto_ns(const struct mr_path_tx *p, const struct mr_rto_cfg *cfg);
  */
 u16 mr_entropy_pick(u64 *rng, const u16 *used, u32 n);
 
+/* [MR-ENC-2] the port of a packet that belongs to no path: random, drawn anew each time. */
+static inline u16 mr_entropy_random(u64 *rng)
+{
+	return mr_entropy_pick(rng, NULL, 0);
+}
+
 /* [MR-REL-4] [MR-PATH-5] [MR-PATH-6]: returns true when the path failed and was re-rolled. */
 bool mr_path_on_rto(struct mr_path_tx *p, u8 fail_rtos, u16 new_entropy);
 /* [MR-PATH-5] an ACK delivered something: the path is alive. */

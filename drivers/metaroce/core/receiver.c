@@ -331,7 +331,8 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	out->bth.opcode = MR_OP_ACK;
 	out->bth.conn_id = c->cfg.peer_conn_id;
 	out->bth.path_id = (u16)path;
-	out->sport = s->entropy;
+	/* [MR-ACK-8] back the way the path's newest packet came; any way before one came */
+	out->sport = s->entropy ? s->entropy : mr_entropy_random(&c->rng);
 	ack->cum_psn = s->cum_psn;
 	ack->ts_echo = s->ts_echo;
 	ack->rate_hint = (u16)c->local_hint;
@@ -373,6 +374,7 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 		out->bth.msn = st->nak_msn;
 		out->nak.code = st->nak_code;
 		out->nak.info = st->nak_code == MR_NAK_RNR ? st->nak_info : 0;
+		out->sport = mr_entropy_random(&c->rng);	/* [MR-ENC-2] */
 		st->nak_pending = false;
 		c->naks_sent++;
 		return true;

@@ -163,7 +163,7 @@ struct mr_pkt {
 	const u8 *payload;	/* points into the parsed buffer; payload_len bytes */
 	/*
 	 * Not on the wire: the UDP source port a received packet came with,
-	 * or the one to send an ACK with ([MR-ACK-8]); 0: none, any port.
+	 * or the one the engine chose to send it with ([MR-ACK-8], [MR-ENC-2]).
 	 */
 	u16 sport;
 };

@@ -2,6 +2,8 @@
 // The connection handshake: agreement, retries, duplicates, restarts, crossing requests, CLOSE.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core.hpp"
 
 namespace {
@@ -116,6 +118,29 @@ TEST(Handshake, RequestRetransmitsWithDoublingTimeoutThenFails_MR_CONN_5)
 	}
 	EXPECT_EQ(mr_hs_on_timer(&a, t + rto), MR_HS_EV_FAILED);
 	EXPECT_EQ(a.state, MR_HS_FAILED);
+}
+
+// [MR-ENC-2] a handshake packet belongs to no path: the engine gives each one, first
+// sending and retransmissions alike, a random port in 49152..65535, so a retransmission
+// need not follow a dead link.
+TEST(Handshake, EachPacketTakesANewRandomPort_MR_ENC_2)
+{
+	mr_hs_local la = Local(0x1111);
+	mr_hs a;
+	ASSERT_EQ(mr_hs_connect(&a, &la, 0, 7, 0x5eed), 0);
+	std::set<u16> ports;
+	u64 t = 0, rto = MR_CONNECT_RTO_NS;
+	for (int i = 0; i <= MR_CONNECT_RETRIES; i++) {
+		mr_pkt req;
+		ASSERT_TRUE(mr_hs_next_packet(&a, t, &req));
+		EXPECT_GE(req.sport, MR_ENTROPY_MIN);
+		EXPECT_LE(req.sport, MR_ENTROPY_MAX);
+		ports.insert(req.sport);
+		t += rto;
+		rto *= 2;
+		mr_hs_on_timer(&a, t);
+	}
+	EXPECT_GE(ports.size(), size_t(MR_CONNECT_RETRIES)) << "the same port again and again";
 }
 
 // [MR-CONN-5] the timer counts from when the request left: a request that waited for the

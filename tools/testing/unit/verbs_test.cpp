@@ -81,6 +81,8 @@ struct Pair {
 				b_done.push_back(x);
 			while (mr_conn_next_ack(b.get(), now, &p)) {
 				naks += p.bth.opcode == MR_OP_NAK;
+				// [MR-ENC-2] [MR-ACK-8] the engine names every ACK's and NAK's port
+				EXPECT_GE(p.sport, MR_ENTROPY_MIN) << "opcode " << int(p.bth.opcode);
 				mr_conn_receive(a.get(), now, &p, false, &pl);
 				moved = true;
 			}
