@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include "uverbs_util.h"
 #include <rdma/ib_user_verbs.h>
 #include <rdma/metaroce-abi.h>
 
@@ -45,40 +46,6 @@ struct side {
 	uint8_t *buf, *buf2;
 	int gid;
 };
-
-static int failures;
-
-static void expect(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "FAIL: %s\n", what);
-		failures++;
-	}
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "FAIL: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		die("ibv_get_device_list");
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die(name);
-	return ctx;
-}
 
 static void side_init(struct side *s, const char *dev, int gid)
 {
@@ -118,52 +85,6 @@ static struct ibv_qp *make_qp(struct side *s, struct ibv_cq *cq)
 			  IBV_QP_ACCESS_FLAGS))
 		die("modify INIT");
 	return qp;
-}
-
-static void connect_qp(struct side *s, struct ibv_qp *qp, struct side *peer,
-		       struct ibv_qp *pqp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = pqp->qp_num, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .hop_limit = 1, .sgid_index = s->gid } },
-	};
-
-	if (ibv_query_gid(peer->ctx, 1, peer->gid, &a.ah_attr.grh.dgid))
-		die("query gid");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		die("modify RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify RTS");
-}
-
-/*
- * Waits for n completions, up to 60000 sleeps of 1 ms: counted, not timed,
- * because a loaded TCG guest's clock may jump.  Returns how many came.
- */
-static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
-{
-	int got = 0, r, tries = 60000;
-
-	while (got < n && tries--) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return got;
-		got += r;
-		if (!r)
-			usleep(1000);
-	}
-	return got;
 }
 
 /* The well-behaved pair: a Write and a Send from a to b, every byte checked. */
@@ -628,8 +549,7 @@ static struct ibv_qp *srq_qp(struct side *b, struct ibv_cq *bcq, struct ibv_srq 
 				 IBV_QP_ACCESS_FLAGS))
 		die("QP on the SRQ");
 	*peer = make_qp(a, acq);
-	connect_qp(a, *peer, b, qp);
-	connect_qp(b, qp, a, *peer);
+	connect_pair(*peer, a->gid, qp, b->gid);
 	return qp;
 }
 
@@ -750,10 +670,8 @@ int main(int argc, char **argv)
 	gb = make_qp(&b, b.cq);
 	ha = make_qp(&a, hcq);
 	hb = make_qp(&b, hbcq);
-	connect_qp(&a, ga, &b, gb);
-	connect_qp(&b, gb, &a, ga);
-	connect_qp(&a, ha, &b, hb);
-	connect_qp(&b, hb, &a, ha);
+	connect_pair(ga, a.gid, gb, b.gid);
+	connect_pair(ha, a.gid, hb, b.gid);
 
 	good_traffic(&a, ga, &b, gb, 1);
 	if (failures) {
@@ -874,8 +792,7 @@ int main(int argc, char **argv)
 		uint32_t xesize;
 		char msg[160];
 
-		connect_qp(&a, xa, &b, xb);
-		connect_qp(&b, xb, &a, xa);
+		connect_pair(xa, a.gid, xb, b.gid);
 		/* Three valid Writes mark its SQ: prod == cons == done == 3. */
 		s1 = (struct ibv_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
 		w = (struct ibv_send_wr){ .wr_id = 500 + k, .sg_list = &s1, .num_sge = 1,

@@ -18,7 +18,7 @@ use_provider
 
 bin=/tmp/uverbs_hostile
 check "build the test program" gcc -O2 -Wall -Wextra -Werror -I"$top/include/uapi" \
-	-o "$bin" "$here/uverbs_hostile.c" -libverbs
+	-o "$bin" "$here/uverbs_hostile.c" "$here/uverbs_util.c" -libverbs
 
 topo_veth_pair
 check "modprobe metaroce" modprobe metaroce

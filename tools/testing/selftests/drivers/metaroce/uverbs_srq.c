@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include "uverbs_util.h"
 
 #define DEPTH	16
 #define MSG	1000
@@ -37,40 +38,6 @@ struct side {
 	uint8_t *buf;
 	int gid;
 };
-
-static int failures;
-
-static void expect(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "FAIL: %s\n", what);
-		failures++;
-	}
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "FAIL: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		die("ibv_get_device_list");
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die(name);
-	return ctx;
-}
 
 static void side_init(struct side *s, const char *dev, int gid)
 {
@@ -103,49 +70,6 @@ static struct ibv_qp *make_qp(struct side *s, struct ibv_srq *srq)
 			  IBV_QP_ACCESS_FLAGS))
 		die("modify INIT");
 	return qp;
-}
-
-static void connect_qp(struct side *s, struct ibv_qp *qp, struct side *peer,
-		       struct ibv_qp *pqp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = pqp->qp_num, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .hop_limit = 1, .sgid_index = s->gid } },
-	};
-
-	if (ibv_query_gid(peer->ctx, 1, peer->gid, &a.ah_attr.grh.dgid))
-		die("query gid");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		die("modify RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify RTS");
-}
-
-/* Waits for n completions, up to 60000 sleeps of 1 ms; returns how many came. */
-static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
-{
-	int got = 0, r, tries = 60000;
-
-	while (got < n && tries--) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return got;
-		got += r;
-		if (!r)
-			usleep(1000);
-	}
-	return got;
 }
 
 static uint8_t pattern(uint32_t msg, uint32_t i)
@@ -262,10 +186,8 @@ int main(int argc, char **argv)
 	qa2 = make_qp(&a, NULL);
 	qb1 = make_qp(&b, srq);
 	qb2 = make_qp(&b, srq);
-	connect_qp(&a, qa1, &b, qb1);
-	connect_qp(&b, qb1, &a, qa1);
-	connect_qp(&a, qa2, &b, qb2);
-	connect_qp(&b, qb2, &a, qa2);
+	connect_pair(qa1, a.gid, qb1, b.gid);
+	connect_pair(qa2, a.gid, qb2, b.gid);
 	expect(!ibv_query_qp(qb1, &qa, IBV_QP_CAP, &qia) && qia.srq == srq,
 	       "query_qp names the SRQ");
 

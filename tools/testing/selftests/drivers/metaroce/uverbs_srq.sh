@@ -63,7 +63,7 @@ check "barrier: pingpong done" pair_barrier pingpong-done
 if [ "$MR_ROLE" = a ]; then
 	bin=/tmp/uverbs_srq
 	check "build the test program" gcc -O2 -Wall -Wextra -Werror -I"$top/include/uapi" \
-		-o "$bin" "$here/uverbs_srq.c" -libverbs
+		-o "$bin" "$here/uverbs_srq.c" "$here/uverbs_util.c" -libverbs
 	topo_veth_pair
 	check "mr1 on h1/v1" ip netns exec h1 rdma link add mr1 type metaroce netdev v1
 	check "mr2 on h2/v2" ip netns exec h2 rdma link add mr2 type metaroce netdev v2
