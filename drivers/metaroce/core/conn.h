@@ -9,6 +9,7 @@
 #define MR_CONN_STREAMS		32	/* stream slots per connection in this engine */
 #define MR_ACK_FREQ		4
 #define MR_ACK_DELAY_NS		10000ULL
+#define MR_PACE_BURST		16	/* [MR-CC-7] slots a late sender may catch up */
 #define MR_NO_DEADLINE		((u64)-1)
 #define MR_CONN_TIMEOUT_NS	2000000000ULL
 #define MR_RNR_INFINITE		7
@@ -91,7 +92,8 @@ struct mr_conn {
 	u32 avoid_path;		/* the path of the last loss, [MR-REL-1] */
 	u32 peer_hint_mbps;	/* latest nonzero rate hint from the peer */
 	u32 local_hint;		/* encoded hint we return in ACKs (set by the caller) */
-	u64 next_send_ns;	/* pacing */
+	u64 next_send_ns;	/* pacing: the next send, when it is in the future */
+	u64 pace_ns;		/* pacing: the next packet's slot, perhaps past ([MR-CC-7]) */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	struct mr_tx_stream tx[MR_CONN_STREAMS];

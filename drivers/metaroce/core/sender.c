@@ -351,10 +351,19 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	return false;
 }
 
-/* [MR-CC-7] rate = min(hint, conn_window * pmtu * 8 / min_srtt): the larger gap wins. */
+/*
+ * [MR-CC-7] rate = min(hint, conn_window * pmtu * 8 / min_srtt): the larger gap wins.
+ * Each packet has a slot one gap after the previous one.  A sender woken late (a
+ * coarse or delayed timer) sends the packets whose slots have passed, at most
+ * MR_PACE_BURST of them: counting from now instead gave one packet per wake-up, and
+ * in an emulated guest, whose timers fire every half millisecond or so, that capped a
+ * connection at about 2,000 packets a second whatever its window.  Slots pass unused
+ * only while the pacer holds the sender back: a sender with nothing to send, or a full
+ * window, starts again one gap from now (mr_pace_idle()).
+ */
 static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 {
-	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0;
+	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0, oldest;
 	u32 p;
 
 	if (c->peer_hint_mbps)
@@ -369,8 +378,22 @@ static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 	if (min_srtt)
 		gap = mr_max_u64(gap, mr_div_u64(bytes * min_srtt,
 						 mr_conn_window(c) * c->cfg.pmtu));
-	if (gap)
-		c->next_send_ns = mr_max_u64(c->next_send_ns, now) + gap;
+	if (!gap)
+		return;
+	/*
+	 * One gap after the previous slot, which may lie at most MR_PACE_BURST gaps
+	 * back; after a pause that pacing did not impose (0), one gap from now.
+	 */
+	oldest = now > MR_PACE_BURST * gap ? now - MR_PACE_BURST * gap : 0;
+	c->pace_ns = (c->pace_ns ? mr_max_u64(c->pace_ns, oldest) : now) + gap;
+	c->next_send_ns = c->pace_ns > now ? c->pace_ns : 0;
+}
+
+/* Not held back by the pacer: slots that pass now are not owed to the sender. */
+static bool mr_pace_idle(struct mr_conn *c)
+{
+	c->pace_ns = 0;
+	return false;
 }
 
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
@@ -385,18 +408,18 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	/*
 	 * The pacing gap has passed: forget it, so that an engine with nothing
 	 * to send names no deadline in the past (its timer would fire at once,
-	 * forever). mr_pace() counts from now when it is 0, as for a past time.
+	 * forever). The slots go on in pace_ns.
 	 */
 	c->next_send_ns = 0;
 	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
 		return true;
 	if (mr_conn_outstanding(c) >= mr_conn_window(c))
-		return false;
+		return mr_pace_idle(c);
 	if (!mr_pick_packet(c, now, &pick))
-		return false;
+		return mr_pace_idle(c);
 	path = mr_pick_path(c, now, pick.retx);
 	if (path < 0)
-		return false;
+		return mr_pace_idle(c);
 	tp = &c->tx_path[path];
 	m = mr_pick_msg(c, &pick);
 	mr_fill_packet(c, now, &pick, tp, (u32)path, out);

@@ -91,6 +91,50 @@ struct Pair {
 	}
 };
 
+// [MR-CC-7] [MR-CC-11] paced at the hint: on time, one packet per gap; woken late, the
+// packets whose slots have passed go at once, at most MR_PACE_BURST of them, so a coarse
+// timer does not cap the rate at one packet per wake-up.
+TEST(Pacing, LateWakeUpSendsTheMissedSlotsUpToTheBurst_MR_CC_7)
+{
+	Pair p(2);
+	p.a->peer_hint_mbps = 40;	// a 4 KiB packet every 0.83 ms
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 0), 0);
+	auto sends_at = [&](u64 now) {	// new packets; tail-loss probes are not paced
+		mr_tx_desc d;
+		int n = 0;
+		while (mr_conn_next_packet(p.a.get(), now, &d))
+			n += !(d.pkt.bth.flags & MR_F_RETX);
+		return n;
+	};
+	ASSERT_EQ(sends_at(0), 1);
+	const u64 gap = p.a->next_send_ns;
+	ASSERT_GT(gap, 800000u);
+	EXPECT_EQ(sends_at(gap / 2), 0) << "before the next slot";
+	EXPECT_EQ(sends_at(gap), 1) << "on time: one packet per slot";
+	EXPECT_EQ(sends_at(6 * gap + gap / 2), 5) << "late: the slots at 2..6 gaps";
+	EXPECT_EQ(sends_at(1000 * gap), MR_PACE_BURST + 1) << "very late: the burst and no more";
+	EXPECT_EQ(sends_at(1000 * gap), 0);
+}
+
+// [MR-CC-11] slots that pass while the sender has nothing to send are not owed to it: new
+// data after a pause goes out at the hint, not in a burst.
+TEST(Pacing, NoBurstAfterAPauseWithNothingToSend_MR_CC_11)
+{
+	Pair p(2);
+	p.a->peer_hint_mbps = 40;
+	mr_tx_desc d;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 4096, 0x1000, 1, 0), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	const u64 gap = p.a->next_send_ns;
+	while (mr_conn_next_packet(p.a.get(), gap, &d))	// nothing new: a tail-loss probe at most
+		ASSERT_TRUE(d.pkt.bth.flags & MR_F_RETX);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 32 * 4096, 0x1000, 1, 1), 0);
+	int n = 0;
+	while (mr_conn_next_packet(p.a.get(), 100 * gap, &d))
+		n += !(d.pkt.bth.flags & MR_F_RETX);
+	EXPECT_EQ(n, 1) << "a burst after the pause";
+}
+
 // [MR-SACK-2] [MR-REL-1] a SACK gap is loss at once; the packet goes out again, on another
 // path, with a new PSN, before new data.
 TEST(Reliability, SackGapRetransmitsAtOnceOnAnotherPathWithNewPsn_MR_SACK_2)
