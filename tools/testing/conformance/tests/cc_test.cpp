@@ -90,6 +90,7 @@ TEST_F(CcTest, MR_CC_4_SackLossCutsTheWindowOncePerRound) {
   unsigned done = 0;
   while (ms(Clock::now()) < end) {
     q.pump(5);
+    P.pump(0);  // the shared connection must not go silent meanwhile ([MR-CONN-10])
     std::string wc = q.dut.cmd("poll " + qs + " 0");
     for (size_t pos = 0; (pos = wc.find("status=", pos)) != std::string::npos; pos++) {
       ASSERT_EQ(wc.compare(pos, 9, "status=0 "), 0) << "a Write failed: " << wc;
