@@ -216,7 +216,12 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 	}
 	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
 	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
-	udp_tunnel6_xmit_skb(dst, mnet->sock6->sk, skb, ndev, saddr, daddr, METAROCE_TOS,
+	/*
+	 * No tunnel device: ndev is the physical netdev, whose per-CPU stats
+	 * are not the tunnel kind that iptunnel_xmit_stats() updates (a
+	 * virtio-net device warned there).  Our counters are above.
+	 */
+	udp_tunnel6_xmit_skb(dst, mnet->sock6->sk, skb, NULL, saddr, daddr, METAROCE_TOS,
 			     ip6_dst_hoplimit(dst), label, htons(sport), htons(metaroce_udp_port),
 			     false);
 	rcu_read_unlock();
