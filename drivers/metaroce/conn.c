@@ -111,18 +111,39 @@ static struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 	return mr;
 }
 
-static bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge)
+/*
+ * The MR an lkey names for one of qp's SGEs: of the QP's PD, and granting
+ * IB_ACCESS_LOCAL_WRITE when the kernel is to write into it.  An MR without
+ * it may be pinned without FOLL_WRITE (a read-only file's page cache, the
+ * shared zero page): writing there would change memory its owner only lent
+ * us to read.  A refusal is counted.
+ */
+static struct metaroce_mr *metaroce_lkey_mr(struct metaroce_qp *qp, u32 lkey, bool write)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
-	struct metaroce_mr *mr;
+	struct metaroce_mr *mr = metaroce_key_mr(mdev, lkey);
 
-	if (sge->lkey == mdev->ibdev.local_dma_lkey)
-		return true;
-	mr = metaroce_key_mr(mdev, sge->lkey);
-	return mr && mr->ibmr.pd == qp->ibqp.pd;
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
+		return NULL;
+	if (write && !(READ_ONCE(mr->access) & IB_ACCESS_LOCAL_WRITE)) {
+		metaroce_count(mdev, METAROCE_CNT_LOCAL_ACCESS_ERRORS);
+		return NULL;
+	}
+	return mr;
 }
 
-/* Copy between a flat buffer and an SGE list at a byte offset; false if out of range. */
+static bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge, bool write)
+{
+	if (sge->lkey == qp->ibqp.device->local_dma_lkey)
+		return true;
+	return metaroce_lkey_mr(qp, sge->lkey, write);
+}
+
+/*
+ * Copy between a flat buffer and an SGE list at a byte offset; false if out
+ * of range or refused by a key (to_sge: the MRs must be locally writable).
+ * With buf NULL nothing is copied: the range is only checked.
+ */
 bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
 		       u32 off, void *buf, u32 len, bool to_sge)
 {
@@ -139,21 +160,22 @@ bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsg
 		n = min(len, sge[i].length - off);
 		if (sge[i].lkey == mdev->ibdev.local_dma_lkey) {
 			p = (void *)(uintptr_t)(sge[i].addr + off);
-			if (to_sge)
+			if (buf && to_sge)
 				memcpy(p, buf, n);
-			else
+			else if (buf)
 				memcpy(buf, p, n);
 		} else {
 			/*
 			 * Looked up again at every copy: the key must still name
-			 * an MR of the QP's PD, never one that took a freed key.
+			 * an MR of the QP's PD, never one that took a freed key,
+			 * and still grant the access (REG_MR may have changed it).
 			 */
-			mr = metaroce_key_mr(mdev, sge[i].lkey);
-			if (!mr || mr->ibmr.pd != qp->ibqp.pd ||
-			    !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
+			mr = metaroce_lkey_mr(qp, sge[i].lkey, to_sge);
+			if (!mr || !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
 				return false;
 		}
-		buf += n;
+		if (buf)
+			buf += n;
 		len -= n;
 		off = 0;
 	}
@@ -171,9 +193,13 @@ static bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *q
 	return true;
 }
 
-/* [MR-SEC-1] the remote key, access and bounds check before any placement or read. */
+/*
+ * [MR-SEC-1] the remote key, access and bounds check before any placement or
+ * read; *mrp is the MR that passed, for the caller to use (and not look up
+ * again: the key may name another MR or none by then).
+ */
 static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 va, u64 len,
-			      int access)
+			      int access, struct metaroce_mr **mrp)
 {
 	struct metaroce_qp *qp = c->stream_qp[slot];
 	struct metaroce_mr *mr;
@@ -185,8 +211,9 @@ static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 v
 	mr = metaroce_key_mr(c->mdev, rkey);
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return MR_NAK_BAD_RKEY;
-	if (!(mr->access & access))
+	if (!(READ_ONCE(mr->access) & access))
 		return MR_NAK_ACCESS;
+	*mrp = mr;
 	if (va + len < va)
 		return MR_NAK_BOUNDS;
 	/* A DMA MR spans the kernel's address space; the others their pages. */
@@ -195,6 +222,14 @@ static u8 metaroce_rkey_check(struct metaroce_conn *c, u32 slot, u32 rkey, u64 v
 	     va - mr->ibmr.iova > mr->ibmr.length - len))
 		return MR_NAK_BOUNDS;
 	return 0;
+}
+
+/* Whether the QP may still take data: not flushed (Error) or reset. */
+static bool metaroce_qp_live(const struct metaroce_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return state == IB_QPS_RTR || state == IB_QPS_RTS || state == IB_QPS_SQD;
 }
 
 static u32 metaroce_rnr_us(u8 timer)
@@ -208,19 +243,26 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 	struct metaroce_conn *c = ctx;
 	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
 	struct metaroce_recv_wqe *wqe;
+	struct metaroce_mr *mr;
 	u32 idx, i, room = 0;
+	u8 code = 0;
 
-	if (!qp)
+	if (!qp || !metaroce_qp_live(qp))
 		return MR_NAK_INVALID_REQUEST;
 	if (pl->opcode == MR_OP_WRITE)
 		return metaroce_rkey_check(c, pl->stream_slot, pl->rkey, pl->va + pl->offset,
-					   pl->len, IB_ACCESS_REMOTE_WRITE);
+					   pl->len, IB_ACCESS_REMOTE_WRITE, &mr);
 	if (pl->opcode != MR_OP_SEND)
 		return 0;
 
 	idx = qp->rq_base + pl->rsn;
 	/* The lock orders our reads after post_recv's writes of the WQE. */
 	spin_lock(&qp->rq.lock);
+	/* [MR-SEC-2] never a receive that has completed (or been flushed) already. */
+	if ((s32)(idx - qp->rq.head) < 0) {
+		spin_unlock(&qp->rq.lock);
+		return MR_NAK_INVALID_REQUEST;
+	}
 	if ((s32)(idx - qp->rq.tail) >= 0)
 		metaroce_rq_refill(qp, idx);
 	if ((s32)(idx - qp->rq.tail) >= 0) {
@@ -231,26 +273,39 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 	wqe = metaroce_rq_wqe(&qp->rq, idx);
 	for (i = 0; i < wqe->num_sge; i++)
 		room += wqe->sge[i].length;
+	if ((u64)pl->offset + pl->len > room)
+		code = MR_NAK_INVALID_REQUEST;
+	/*
+	 * A receive buffer we may not write (no LOCAL_WRITE, a stale or
+	 * foreign key): the WQE fails with a local protection error and the
+	 * sender learns of a remote operational error, as on InfiniBand.
+	 */
+	else if (!metaroce_sge_copy(qp, wqe->sge, wqe->num_sge, pl->offset, NULL, pl->len, true))
+		code = MR_NAK_REMOTE_OP_ERROR;
 	spin_unlock(&qp->rq.lock);
-	return (u64)pl->offset + pl->len > room ? MR_NAK_INVALID_REQUEST : 0;
+	return code;
 }
 
 static u8 metaroce_execute(void *ctx, struct mr_exec *ex)
 {
 	struct metaroce_conn *c = ctx;
+	struct metaroce_qp *qp = c->stream_qp[ex->stream_slot];
+	struct metaroce_mr *mr;
 	u64 *p, old;
 	u8 code;
 
+	if (!qp || !metaroce_qp_live(qp))
+		return MR_NAK_INVALID_REQUEST;
 	if (ex->opcode == MR_OP_READ_REQ)
 		return metaroce_rkey_check(c, ex->stream_slot, ex->rkey, ex->va, ex->len,
-					   IB_ACCESS_REMOTE_READ);
+					   IB_ACCESS_REMOTE_READ, &mr);
 	code = metaroce_rkey_check(c, ex->stream_slot, ex->rkey, ex->va, 8,
-				   IB_ACCESS_REMOTE_ATOMIC);
+				   IB_ACCESS_REMOTE_ATOMIC, &mr);
 	if (code)
 		return code;
 	if (ex->va & 7)
 		return MR_NAK_INVALID_REQUEST;
-	p = metaroce_mr_ptr(metaroce_key_mr(c->mdev, ex->rkey), ex->va, 8);
+	p = metaroce_mr_ptr(mr, ex->va, 8);
 	if (!p)
 		return MR_NAK_BOUNDS;
 	if (ex->opcode == MR_OP_ATOMIC_CAS) {
@@ -278,8 +333,11 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 	struct metaroce_mr *mr;
 	bool ok = true;
 
-	if (!qp)
+	/* A flushed or reset QP's buffers are its consumer's again (or freed). */
+	if (!qp || !metaroce_qp_live(qp)) {
+		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);
 		return;
+	}
 	switch (pl->opcode) {
 	case MR_OP_SEND:
 		rwqe = metaroce_rq_wqe(&qp->rq, qp->rq_base + pl->rsn);
@@ -292,9 +350,17 @@ static void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 					    true);
 		break;
 	case MR_OP_READ_RESP:
+		/* Only a WQE still in flight: a completed or flushed one is gone. */
+		if ((s32)((u32)pl->cookie - qp->sq.head) < 0 ||
+		    (s32)((u32)pl->cookie - qp->sq.posted) >= 0) {
+			ok = false;
+			break;
+		}
 		swqe = metaroce_sq_wqe(&qp->sq, (u32)pl->cookie);
 		ok = metaroce_sge_copy(qp, swqe->sge, swqe->num_sge, pl->offset,
 				       (void *)pl->data, pl->len, true);
+		if (!ok)
+			swqe->place_failed = true;	/* it completes with LOC_PROT_ERR */
 		break;
 	default:
 		break;
@@ -375,9 +441,20 @@ static void metaroce_sq_flush(struct metaroce_qp *qp)
 	qp->sq.posted = qp->sq.tail;
 }
 
+/*
+ * The QP goes to Error (c->lock held when attached): its WQEs complete
+ * flushed, and its stream in the engine stops, so that no retransmission
+ * reads a flushed send buffer and nothing arriving later is placed into a
+ * flushed receive or Read buffer (for kernel consumers: freed pages).  The
+ * peer's messages for it are refused with a NAK.
+ */
 void metaroce_qp_to_error(struct metaroce_qp *qp)
 {
+	struct metaroce_conn *c = qp->conn;
+
 	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	if (c && c->established && qp->slot >= 0)
+		mr_conn_error_stream(c->eng, qp->slot, MR_NAK_REMOTE_OP_ERROR);
 	metaroce_sq_flush(qp);
 	metaroce_rq_flush(qp);
 }
@@ -403,6 +480,8 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 						swqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) &&
 		    !metaroce_sge_copy(qp, swqe->sge, swqe->num_sge, 0, (void *)&cm->orig,
 				       sizeof(cm->orig), true))
+			status = IB_WC_LOC_PROT_ERR;
+		if (status == IB_WC_SUCCESS && swqe->place_failed)
 			status = IB_WC_LOC_PROT_ERR;
 		metaroce_complete_send(qp, swqe, status);
 		if (status != IB_WC_SUCCESS)
@@ -439,6 +518,23 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 				 cm->flags & MR_COMPL_F_SOLICITED);
 		break;
 	case MR_COMPL_STREAM_ERROR:
+		/*
+		 * Refused for its receive buffer (MR_NAK_REMOTE_OP_ERROR): that
+		 * WQE, the next one, fails with a protection error; the rest
+		 * are flushed.
+		 */
+		if (cm->status == MR_WC_REM_OP_ERR) {
+			spin_lock(&qp->rq.lock);
+			if (qp->rq.head != qp->rq.tail) {
+				rwqe = metaroce_rq_wqe(&qp->rq, qp->rq.head++);
+				wc.wr_id = rwqe->wr_id;
+				wc.status = IB_WC_LOC_PROT_ERR;
+				wc.opcode = IB_WC_RECV;
+				wc.qp = &qp->ibqp;
+				metaroce_cq_push(to_mcq(qp->ibqp.recv_cq), &wc, false);
+			}
+			spin_unlock(&qp->rq.lock);
+		}
 		metaroce_qp_to_error(qp);
 		break;
 	}
@@ -521,6 +617,10 @@ static void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp
 	}
 	qp->slot = slot;
 	c->stream_qp[slot] = qp;
+	/* The stream's rsn 0 is the first receive not yet taken. */
+	spin_lock(&qp->rq.lock);
+	qp->rq_base = qp->rq.head;
+	spin_unlock(&qp->rq.lock);
 	mr_conn_set_rnr(c->eng, slot, qp->attr.rnr_retry, metaroce_rnr_us(qp->attr.min_rnr_timer));
 	metaroce_sq_push(c, qp);
 }
@@ -746,7 +846,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 			metaroce_complete(c, &cm);
 		list_for_each_entry(qp, &c->qps, conn_node) {
 			/* After the completions: they make room and decide the ring's flag. */
-			metaroce_usq_drain(qp);
+			more |= metaroce_usq_drain(qp);
 			metaroce_sq_push(c, qp);
 		}
 		while (mr_conn_next_ack(c->eng, now, &pkt))
@@ -759,7 +859,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 		more |= n == METAROCE_TX_BUDGET;
 	} else {
 		list_for_each_entry(qp, &c->qps, conn_node)
-			metaroce_usq_drain(qp);
+			more |= metaroce_usq_drain(qp);
 	}
 	metaroce_conn_arm(c, now, more);
 	spin_unlock_bh(&c->lock);
@@ -870,6 +970,7 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	v[METAROCE_ENG_NAKS_SENT - METAROCE_NR_COUNTERS] += e->naks_sent;
 	v[METAROCE_ENG_NAKS_RECEIVED - METAROCE_NR_COUNTERS] += e->naks_received;
 	v[METAROCE_ENG_ECN_ECHOES - METAROCE_NR_COUNTERS] += e->ecn_echoes;
+	v[METAROCE_ENG_RX_BAD_RSNS - METAROCE_NR_COUNTERS] += e->rx_bad_rsns;
 	spin_unlock_bh(&c->lock);
 }
 
@@ -1030,6 +1131,22 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 	metaroce_conn_put(c);
 }
 
+/*
+ * The QP goes to RESET: it leaves its connection (a later RTR joins one
+ * afresh, with a new stream), and its queues are emptied without
+ * completions, as the IB specification has it.
+ */
+void metaroce_qp_reset(struct metaroce_qp *qp)
+{
+	if (qp->ibqp.qp_type == IB_QPT_RC)
+		metaroce_qp_detach(qp);
+	spin_lock_bh(&qp->rq.lock);
+	qp->rq.head = qp->rq.tail;
+	spin_unlock_bh(&qp->rq.lock);
+	qp->sq.head = qp->sq.tail;
+	qp->sq.posted = qp->sq.tail;
+}
+
 /* Connections without QPs: CLOSE those idle for MR_CONN_IDLE, drop dead ones. */
 static void metaroce_conn_idle_work(struct work_struct *work)
 {
@@ -1132,7 +1249,7 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 			      const struct ib_send_wr **bad_wr)
 {
 	struct metaroce_send_wqe *wqe;
-	bool local;
+	bool local, write;
 	int err = 0;
 	u32 i;
 
@@ -1168,6 +1285,7 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 		wqe->send_flags = wr->send_flags;
 		wqe->local = local;
 		wqe->inline_data = false;
+		wqe->place_failed = false;
 		wqe->num_sge = local ? 0 : wr->num_sge;
 		wqe->len = 0;
 		if (local) {
@@ -1188,10 +1306,14 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 				wqe->len += wr->sg_list[i].length;
 			}
 		}
+		/* A Read's data and an atomic's result are written into its SGEs. */
+		write = wr->opcode == IB_WR_RDMA_READ ||
+			metaroce_mr_opcode(wr->opcode) == MR_OP_ATOMIC_CAS ||
+			metaroce_mr_opcode(wr->opcode) == MR_OP_ATOMIC_FADD;
 		for (i = 0; i < wqe->num_sge; i++) {
 			wqe->sge[i] = wr->sg_list[i];
 			wqe->len += wr->sg_list[i].length;
-			if (!metaroce_lkey_ok(qp, &wr->sg_list[i]))
+			if (!metaroce_lkey_ok(qp, &wr->sg_list[i], write))
 				err = -EINVAL;
 		}
 		if (err)

@@ -199,6 +199,7 @@ struct metaroce_send_wqe {
 	u32 len;		/* sum of the SGEs */
 	bool local;		/* REG_MR or LOCAL_INV: done when posted, completes in order */
 	bool inline_data;	/* IB_SEND_INLINE: len bytes copied at sge, num_sge 0 */
+	bool place_failed;	/* a Read response could not be written into sge */
 	u32 num_sge;
 	struct ib_sge sge[];
 };
@@ -292,7 +293,7 @@ struct metaroce_mr {
 
 /* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
 void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
-/* Copy between an MR at va and buf; false if the range is not all inside the MR. */
+/* Copy between an MR at va and buf (NULL: only check); false if not all inside the MR. */
 bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
 /* Posted REG_MR and LOCAL_INV run at once; see conn.c for their completion order. */
 int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
@@ -308,7 +309,10 @@ static inline u32 metaroce_sge_len(const struct ib_sge *sge, u32 nsge)
 }
 
 /* conn.c */
-/* Copy between buf and a QP's SGE list at a byte offset; false if out of range or key. */
+/*
+ * Copy between buf and a QP's SGE list at a byte offset; false if out of range
+ * or key, or (to_sge) an MR without IB_ACCESS_LOCAL_WRITE.  buf NULL: only check.
+ */
 bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
 		       u32 off, void *buf, u32 len, bool to_sge);
 int metaroce_conn_dev_init(struct metaroce_dev *mdev);
@@ -323,6 +327,7 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 			      const struct ib_send_wr **bad_wr);
 void metaroce_qp_to_error(struct metaroce_qp *qp);
 void metaroce_qp_flush(struct metaroce_qp *qp);
+void metaroce_qp_reset(struct metaroce_qp *qp);
 void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *pkt, bool ce);
 void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
 
@@ -389,7 +394,7 @@ u32 metaroce_ucq_used(struct metaroce_cq *cq);
 void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc);
 int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata);
 void metaroce_uqp_destroy(struct metaroce_qp *qp);
-void metaroce_usq_drain(struct metaroce_qp *qp);
+bool metaroce_usq_drain(struct metaroce_qp *qp);
 void metaroce_ud_usq_drain(struct metaroce_qp *qp);
 void metaroce_ud_usq_done(struct metaroce_qp *qp);
 void metaroce_urq_pull(struct metaroce_qp *qp);

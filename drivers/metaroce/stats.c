@@ -30,6 +30,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_CNT_USER_AH_ERRORS].name = "user_ah_errors",
 	[METAROCE_CNT_TIMER_PAST].name = "timer_past_deadlines",
 	[METAROCE_CNT_CONN_LIMIT_DROPS].name = "conn_limit_drops",
+	[METAROCE_CNT_LOCAL_ACCESS_ERRORS].name = "local_access_errors",
 	[METAROCE_ENG_RETRANSMITS].name = "retransmits",
 	[METAROCE_ENG_RTOS].name = "rtos",
 	[METAROCE_ENG_SPURIOUS_RTOS].name = "spurious_rtos",
@@ -42,6 +43,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_NAKS_SENT].name = "naks_sent",
 	[METAROCE_ENG_NAKS_RECEIVED].name = "naks_received",
 	[METAROCE_ENG_ECN_ECHOES].name = "ecn_echoes",
+	[METAROCE_ENG_RX_BAD_RSNS].name = "rx_bad_rsns",
 };
 
 static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_STATS);

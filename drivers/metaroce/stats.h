@@ -28,6 +28,7 @@ enum metaroce_counter {
 	METAROCE_CNT_USER_AH_ERRORS,		/* UD WQEs naming no AH of the QP's PD */
 	METAROCE_CNT_TIMER_PAST,		/* a deadline the engine could not act on */
 	METAROCE_CNT_CONN_LIMIT_DROPS,		/* [MR-SEC-4] CONNECT_REQ over max_conns */
+	METAROCE_CNT_LOCAL_ACCESS_ERRORS,	/* a write into an MR without LOCAL_WRITE refused */
 	METAROCE_NR_COUNTERS,
 
 	/* The engines' own event counters, summed over the device's connections. */
@@ -43,6 +44,7 @@ enum metaroce_counter {
 	METAROCE_ENG_NAKS_SENT,
 	METAROCE_ENG_NAKS_RECEIVED,
 	METAROCE_ENG_ECN_ECHOES,
+	METAROCE_ENG_RX_BAD_RSNS,
 	METAROCE_NR_STATS
 };
 

@@ -126,11 +126,20 @@ static u32 metaroce_ud_max_len(struct metaroce_dev *mdev)
 /* Gather a WR's bytes into buf: inline (kernel addresses) or through lkeys. */
 static bool metaroce_ud_gather(struct metaroce_qp *qp, const struct ib_send_wr *wr, u8 *buf)
 {
+	bool ok;
 	int i;
 
-	if (!(wr->send_flags & IB_SEND_INLINE))
-		return metaroce_sge_copy(qp, wr->sg_list, wr->num_sge, 0, buf,
-					 metaroce_sge_len(wr->sg_list, wr->num_sge), false);
+	if (!(wr->send_flags & IB_SEND_INLINE)) {
+		/*
+		 * The user UD doorbell runs in process context: the MRs it
+		 * reads must not be freed under it (dereg waits for RCU).
+		 */
+		rcu_read_lock();
+		ok = metaroce_sge_copy(qp, wr->sg_list, wr->num_sge, 0, buf,
+				       metaroce_sge_len(wr->sg_list, wr->num_sge), false);
+		rcu_read_unlock();
+		return ok;
+	}
 	for (i = 0; i < wr->num_sge; i++) {
 		memcpy(buf, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 		buf += wr->sg_list[i].length;
@@ -349,7 +358,9 @@ void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct
 	room = metaroce_sge_len(rwqe->sge, rwqe->num_sge);
 	if (room < sizeof(grh) + pkt->bth.payload_len) {
 		wc.status = IB_WC_LOC_LEN_ERR;
-	} else if (!metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, grh, sizeof(grh),
+	} else if (!metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, NULL,
+				      sizeof(grh) + pkt->bth.payload_len, true) ||
+		   !metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, grh, sizeof(grh),
 				      true) ||
 		   !metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, sizeof(grh),
 				      (void *)pkt->payload, pkt->bth.payload_len, true)) {

@@ -262,10 +262,12 @@ void metaroce_uqp_destroy(struct metaroce_qp *qp)
 
 /*
  * An SGE a process wrote: it must name one of its own user MRs (same PD) and
- * lie inside it.  The local DMA lkey means kernel memory and is never
- * accepted from a ring.
+ * lie inside it, and if the kernel is to write into it (receives, Read data,
+ * atomic results) the MR must grant IB_ACCESS_LOCAL_WRITE.  The local DMA
+ * lkey means kernel memory and is never accepted from a ring.
  */
-static bool metaroce_user_sge_in_pd(struct ib_pd *pd, const struct metaroce_user_sge *s)
+static bool metaroce_user_sge_in_pd(struct ib_pd *pd, const struct metaroce_user_sge *s,
+				    bool write)
 {
 	struct metaroce_dev *mdev = to_mdev(pd->device);
 	struct metaroce_mr *mr;
@@ -275,13 +277,12 @@ static bool metaroce_user_sge_in_pd(struct ib_pd *pd, const struct metaroce_user
 	mr = xa_load(&mdev->mrs, s->lkey >> 8);
 	if (!mr || READ_ONCE(mr->ibmr.lkey) != s->lkey || !mr->umem || mr->ibmr.pd != pd)
 		return false;
+	if (write && !(READ_ONCE(mr->access) & IB_ACCESS_LOCAL_WRITE)) {
+		metaroce_count(mdev, METAROCE_CNT_LOCAL_ACCESS_ERRORS);
+		return false;
+	}
 	return s->addr >= mr->ibmr.iova && s->length <= mr->ibmr.length &&
 	       s->addr - mr->ibmr.iova <= mr->ibmr.length - s->length;
-}
-
-static bool metaroce_user_sge_ok(struct metaroce_qp *qp, const struct metaroce_user_sge *s)
-{
-	return metaroce_user_sge_in_pd(qp->ibqp.pd, s);
 }
 
 /* A WQE that never reached the queue completes at once with this status. */
@@ -332,11 +333,15 @@ static enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_at
 	struct metaroce_user_sge *s = (void *)(e + 1);
 	struct ib_send_wr *wr;
 	u64 total = 0;
+	bool write;
 	void *ibuf;
 	u32 i;
 
 	if (!metaroce_user_opcode_ok(e->opcode) || e->send_flags & ~METAROCE_USER_SEND_FLAGS)
 		return IB_WC_LOC_QP_OP_ERR;
+	/* A Read's data and an atomic's result are written into the SGEs. */
+	write = e->opcode == IB_WR_RDMA_READ || e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
 	if (e->opcode == IB_WR_ATOMIC_CMP_AND_SWP || e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
 		wr = &aw->wr;
 		aw->remote_addr = e->remote_addr;
@@ -376,7 +381,7 @@ static enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_at
 	if (e->num_sge > qp->sq.max_sge)
 		return IB_WC_LOC_LEN_ERR;
 	for (i = 0; i < e->num_sge; i++) {
-		if (!metaroce_user_sge_ok(qp, &s[i]))
+		if (!metaroce_user_sge_in_pd(qp->ibqp.pd, &s[i], write))
 			return IB_WC_LOC_PROT_ERR;
 		sgl[i].addr = s[i].addr;
 		sgl[i].length = s[i].length;
@@ -406,8 +411,13 @@ static bool metaroce_usq_busy(struct metaroce_qp *qp)
  * flag and re-reading prod are ordered by a full barrier against the
  * process's store of prod and its read of the flag, so a WQE posted while
  * the flag goes down is seen by one side or the other.
+ *
+ * One call takes at most a ring's worth of WQEs: it runs with BH off and the
+ * connection's lock held, and another thread of the process can keep moving
+ * prod.  True when it stopped there with WQEs left (the flag stays up, so
+ * the process rings no doorbell): the caller runs the transmit work again.
  */
-void metaroce_usq_drain(struct metaroce_qp *qp)
+bool metaroce_usq_drain(struct metaroce_qp *qp)
 {
 	struct metaroce_uqp *u = qp->uqp;
 	struct metaroce_ring_hdr *h;
@@ -416,11 +426,12 @@ void metaroce_usq_drain(struct metaroce_qp *qp)
 	struct ib_rdma_wr rw;
 	struct ib_send_wr *wr;
 	enum ib_wc_status st;
-	u32 prod;
+	u32 prod, budget;
 
 	if (!u)
-		return;
+		return false;
 	h = u->sq.hdr;
+	budget = u->sq.n;
 again:
 	/* Pairs with the process's release of prod: its WQEs before the index. */
 	prod = smp_load_acquire(&h->prod);
@@ -436,6 +447,11 @@ again:
 		if (READ_ONCE(qp->state) == IB_QPS_RTS &&
 		    qp->sq.tail - qp->sq.head >= qp->sq.max_wr)
 			break;
+		if (!budget--) {
+			WRITE_ONCE(h->done, qp->sq.head);
+			WRITE_ONCE(h->flags, METAROCE_RING_F_DRAINING);
+			return true;
+		}
 		memcpy(u->scratch, metaroce_uring_slot(&u->sq, u->sq.cons), u->sq.esize);
 		WRITE_ONCE(h->cons, ++u->sq.cons);
 		memset(&aw, 0, sizeof(aw));
@@ -454,12 +470,13 @@ again:
 	WRITE_ONCE(h->done, qp->sq.head);
 	if (metaroce_usq_busy(qp)) {
 		WRITE_ONCE(h->flags, METAROCE_RING_F_DRAINING);
-		return;
+		return false;
 	}
 	WRITE_ONCE(h->flags, 0);
 	smp_mb();	/* the flag down before prod is read again */
 	if (READ_ONCE(h->prod) != u->sq.cons && READ_ONCE(qp->state) >= IB_QPS_RTS)
 		goto again;
+	return false;
 }
 
 /*
@@ -491,7 +508,7 @@ static void metaroce_uring_pull_recv(struct metaroce_uring *r, void *scratch,
 		if (e->num_sge > rq->max_sge)
 			st = IB_WC_LOC_LEN_ERR;
 		for (i = 0; st == IB_WC_SUCCESS && i < e->num_sge; i++)
-			if (!metaroce_user_sge_in_pd(pd, &s[i]))
+			if (!metaroce_user_sge_in_pd(pd, &s[i], true))
 				st = IB_WC_LOC_PROT_ERR;
 		if (st != IB_WC_SUCCESS) {
 			metaroce_ring_error(qp, qp->ibqp.recv_cq, e->wr_id, IB_WC_RECV, st);

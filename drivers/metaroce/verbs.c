@@ -447,9 +447,7 @@ static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 	if (next == IB_QPS_ERR) {
 		metaroce_qp_flush(qp);
 	} else if (next == IB_QPS_RESET) {
-		spin_lock_bh(&qp->rq.lock);
-		qp->rq.head = qp->rq.tail;
-		spin_unlock_bh(&qp->rq.lock);
+		metaroce_qp_reset(qp);
 	}
 out:
 	mutex_unlock(&qp->state_lock);
@@ -614,9 +612,13 @@ static int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
 
 	xa_erase(&to_mdev(ibmr->device)->mrs, ibmr->lkey >> 8);
-	ib_umem_release(mr->umem);
-	/* The receive path may still be looking at it. */
+	/*
+	 * Readers find MRs under RCU (softirq, BH-off sections, the UD
+	 * doorbell's rcu_read_lock): only when they are done may the pages
+	 * go back to their owner.
+	 */
 	synchronize_rcu();
+	ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kfree(mr);
 	return 0;
@@ -712,9 +714,9 @@ bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool t
 
 	if (!mr->frwr && !mr->umem) {
 		p = (void *)(uintptr_t)va;
-		if (to_mr)
+		if (buf && to_mr)
 			memcpy(p, buf, len);
-		else
+		else if (buf)
 			memcpy(buf, p, len);
 		return true;
 	}
@@ -725,11 +727,12 @@ bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool t
 			return false;
 		n = min_t(u32, len, mr->ibmr.page_size - off);
 		p = (void *)(uintptr_t)(mr->pages[page] + off);
-		if (to_mr)
+		if (buf && to_mr)
 			memcpy(p, buf, n);
-		else
+		else if (buf)
 			memcpy(buf, p, n);
-		buf += n;
+		if (buf)
+			buf += n;
 		len -= n;
 		off = 0;
 		page++;

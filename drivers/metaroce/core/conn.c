@@ -58,6 +58,28 @@ int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id)
 	return -1;
 }
 
+void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
+{
+	struct mr_tx_stream *ts;
+	struct mr_rx_stream *rs;
+	u32 i;
+
+	if (slot >= MR_CONN_STREAMS)
+		return;
+	ts = &c->tx[slot];
+	rs = &c->rx[slot];
+	if (ts->in_use) {
+		mr_tx_stream_error(ts, ts->msn_polled, MR_WC_WR_FLUSH_ERR);
+		/* Responses to the peer's Reads and atomics are not sent either. */
+		for (i = 0; i < MR_STREAM_MAX_MSGS; i++)
+			ts->resp[i].state = MR_MSG_FREE;
+	}
+	if (rs->in_use && !rs->err) {
+		mr_rx_stream_error(rs, rs->msn_cum, nak_code);
+		rs->err_reported = true;	/* the caller flushes the receives itself */
+	}
+}
+
 void mr_conn_close_stream(struct mr_conn *c, u32 slot)
 {
 	u32 p, psn;

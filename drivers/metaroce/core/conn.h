@@ -111,6 +111,7 @@ struct mr_conn {
 	u32 path_failures;	/* paths failed and re-rolled, [MR-PATH-6] */
 	u32 ecn_echoes;		/* CE marks the peer's ACKs reported */
 	u32 naks_received;
+	u32 rx_bad_rsns;	/* Sends naming a receive they cannot have, [MR-SEC-2] */
 };
 
 /* A packet to send: header fields in pkt; the caller attaches the payload. */
@@ -197,6 +198,12 @@ int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id);
  * them), packets for it are dropped from now on, and mr_conn_open_stream may reuse it.
  */
 void mr_conn_close_stream(struct mr_conn *c, u32 slot);
+/*
+ * [MR-VERBS-8] the stream's QP left RTS/RTR for Error: nothing of it is sent again (its
+ * messages complete flushed, Read and atomic responses are dropped), and what arrives
+ * for it is refused with a NAK of nak_code. The slot stays taken until closed.
+ */
+void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code);
 /* Queue a work request; returns 0, or -1 when the stream's message window is full. */
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr);
 /* The same for a SEND, WRITE or READ_REQ without flags. */

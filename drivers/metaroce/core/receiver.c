@@ -266,8 +266,18 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	mv = mr_rx_stream_classify(st, pkt, c->cfg.pmtu);
 	if (mv == MR_RX_BEYOND || mv == MR_RX_INVALID)
 		goto drop;	/* [MR-REL-9] not acknowledged, the sender will resend */
+	if (mv == MR_RX_BAD_RSN && sv != MR_SACK_DUPLICATE) {
+		/* [MR-SEC-2] [MR-NAK-1] acknowledged, placed nowhere, the stream fails */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, true);
+		st->touched = true;
+		c->rx_bad_rsns++;
+		mr_rx_stream_error(st, bth->msn, MR_NAK_INVALID_REQUEST);
+		return MR_RX_RESULT_NONE;
+	}
 
-	if (sv == MR_SACK_DUPLICATE || mv == MR_RX_DUP) {
+	if (sv == MR_SACK_DUPLICATE || mv == MR_RX_DUP || mv == MR_RX_BAD_RSN) {
 		/* [MR-ACK-3] [MR-REL-7] [MR-REL-10] acknowledge at once, place nothing */
 		mr_sack_rx_record(s, bth->psn);
 		mr_rx_count(s, pkt, ce);

@@ -158,6 +158,31 @@ static u32 mr_rx_payload_len(u32 msg_len, u32 offset, u32 pmtu)
 	return mr_min_u32(pmtu, msg_len - offset);
 }
 
+/*
+ * [MR-SEC-2] The rsn a Send at msn may carry. Every message from msn_reported on consumes
+ * at most one receive WQE, in MSN order ([MR-VERBS-12]), so its rsn lies between next_rsn
+ * and next_rsn + (msn - msn_reported); a Send already known at distance d in MSN lies at
+ * a distance of 1 to |d| in rsn, on the same side. Anything else names a receive that
+ * has completed or belongs to another message: never placed.
+ */
+static bool mr_rx_rsn_possible(const struct mr_rx_stream *st, u32 msn, u32 rsn)
+{
+	u32 i;
+
+	if (mr_seq_before(rsn, st->next_rsn) || rsn - st->next_rsn > msn - st->msn_reported)
+		return false;
+	for (i = 0; i < MR_STREAM_MAX_MSGS; i++) {
+		const struct mr_rx_msg *n = &st->msg[i];
+		s32 dm = (s32)(msn - n->msn), dr = (s32)(rsn - n->rsn);
+
+		if (n->state == MR_MSG_FREE || n->opcode != MR_OP_SEND || n->msn == msn)
+			continue;
+		if ((dm > 0 && (dr < 1 || dr > dm)) || (dm < 0 && (dr > -1 || dr < dm)))
+			return false;
+	}
+	return true;
+}
+
 enum mr_rx_verdict mr_rx_stream_classify(const struct mr_rx_stream *st, const struct mr_pkt *pkt,
 					 u32 pmtu)
 {
@@ -176,9 +201,13 @@ enum mr_rx_verdict mr_rx_stream_classify(const struct mr_rx_stream *st, const st
 		return MR_RX_INVALID;
 	m = &st->msg[bth->msn % MR_STREAM_MAX_MSGS];
 	if (m->state == MR_MSG_FREE)
-		return MR_RX_NEW;
+		return bth->opcode == MR_OP_SEND &&
+		       !mr_rx_rsn_possible(st, bth->msn, pkt->msgh.rsn) ? MR_RX_BAD_RSN : MR_RX_NEW;
 	if (m->msn != bth->msn || m->len != len || m->opcode != bth->opcode)
 		return MR_RX_INVALID;
+	/* [MR-SEC-2] every packet of a Send names the receive its first one named */
+	if (m->opcode == MR_OP_SEND && pkt->msgh.rsn != m->rsn && m->state == MR_MSG_OPEN)
+		return MR_RX_BAD_RSN;
 	if (m->state == MR_MSG_DONE)
 		return MR_RX_DUP;
 	idx = bth->offset / pmtu;

@@ -136,6 +136,7 @@ enum mr_rx_verdict {
 	MR_RX_DUP,		/* acknowledge, place nothing */
 	MR_RX_BEYOND,		/* outside the stream window: drop, no ACK */
 	MR_RX_INVALID,		/* inconsistent with the open message or the PMTU */
+	MR_RX_BAD_RSN,		/* a Send naming a receive it cannot have: NAK, [MR-SEC-2] */
 };
 
 void mr_rx_stream_init(struct mr_rx_stream *st, u32 id);

@@ -521,3 +521,145 @@ TEST(Imm, ImmediateAndInvalidateTravelInLastPacketAndComplete_MR_VERBS_12)
 }
 
 } // namespace
+
+// Feeds A's next data packet to B after edit() has changed it; returns B's verdict.
+template <typename Edit>
+mr_rx_result DeliverEdited(Pair &p, std::vector<u8> &payload, Edit edit)
+{
+	mr_tx_desc d;
+	mr_place pl;
+
+	EXPECT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
+	d.pkt.payload = payload.data();
+	edit(d.pkt);
+	return mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl);
+}
+
+// [MR-SEC-2] a Send naming a receive it cannot have (one already completed, one further
+// ahead than its MSN allows) places nothing, is NAKed INVALID_REQUEST and fails its WQE.
+TEST(Security, SendNamingACompletedReceiveIsNakedAndPlacesNothing_MR_SEC_2)
+{
+	for (u32 bad_rsn : { 0u, 2u, 0x80000000u }) {
+		Pair p;
+		std::vector<u8> payload(4096);
+
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+		p.Pump();
+		auto first = p.Poll(p.b.get());
+		ASSERT_EQ(first.size(), 1u);
+		EXPECT_EQ(first[0].rsn, 0u);
+		// msn 1 can only be rsn 1: rsn 0 has completed, rsn 2 needs a message before it
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 2), 0);
+		EXPECT_EQ(DeliverEdited(p, payload, [&](mr_pkt &k) { k.msgh.rsn = bad_rsn; }),
+			  MR_RX_RESULT_NONE)
+			<< "rsn " << bad_rsn;
+		EXPECT_EQ(p.b->rx_bad_rsns, 1u);
+		EXPECT_GE(p.Pump(), 1) << "NAKed";
+		auto ca = p.Poll(p.a.get());
+		ASSERT_EQ(ca.size(), 2u);
+		EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+		EXPECT_EQ(ca[1].status, MR_WC_REM_INV_REQ_ERR);
+		auto cb = p.Poll(p.b.get());
+		ASSERT_EQ(cb.size(), 1u);
+		EXPECT_EQ(cb[0].kind, MR_COMPL_STREAM_ERROR) << "no receive completes";
+	}
+}
+
+// [MR-SEC-2] every packet of a Send names the rsn its first packet named; a Send whose
+// rsn is on the wrong side of a Send already seen is refused; honest out-of-order Sends
+// (later MSN first) are accepted.
+TEST(Security, RsnMustAgreeWithTheMessageAndItsNeighbours_MR_SEC_2)
+{
+	{
+		Pair p;
+		std::vector<u8> payload(4096);
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 1), 0);
+		EXPECT_EQ(DeliverEdited(p, payload, [](mr_pkt &) {}), MR_RX_RESULT_PLACE);
+		EXPECT_EQ(DeliverEdited(p, payload, [](mr_pkt &k) { k.msgh.rsn = 1; }),
+			  MR_RX_RESULT_NONE);
+		EXPECT_EQ(p.b->rx_bad_rsns, 1u);
+	}
+	{
+		Pair p;
+		std::vector<u8> payload(4096);
+		mr_tx_desc d0, d1, d2;
+		mr_place pl;
+		for (u64 i = 0; i < 3; i++)
+			ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, i), 0);
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d0));
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d1));
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d2));
+		d0.pkt.payload = d1.pkt.payload = d2.pkt.payload = payload.data();
+		// msn 2 first (rsn 2), then msn 1 claiming rsn 2 as well: refused
+		EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d2.pkt, false, &pl), MR_RX_RESULT_PLACE);
+		mr_pkt forged = d1.pkt;
+		forged.msgh.rsn = 2;
+		EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &forged, false, &pl), MR_RX_RESULT_NONE);
+		EXPECT_EQ(p.b->rx_bad_rsns, 1u);
+	}
+	{
+		Pair p;
+		std::vector<u8> payload(4096);
+		mr_tx_desc d[3];
+		mr_place pl;
+		for (u64 i = 0; i < 3; i++)
+			ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, i), 0);
+		for (auto &x : d) {
+			ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &x));
+			x.pkt.payload = payload.data();
+		}
+		for (int i : { 2, 0, 1 })
+			EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d[i].pkt, false, &pl),
+				  MR_RX_RESULT_PLACE);
+		EXPECT_EQ(p.b->rx_bad_rsns, 0u);
+		p.Pump();
+		auto cb = p.Poll(p.b.get());
+		ASSERT_EQ(cb.size(), 3u);
+		for (u32 i = 0; i < 3; i++)
+			EXPECT_EQ(cb[i].rsn, i);
+	}
+}
+
+// [MR-VERBS-8] a stream whose QP went to Error sends nothing more (no retransmission reads
+// a flushed buffer), takes no Read response into a flushed WQE, and NAKs what arrives.
+TEST(Verbs, ErroredStreamSendsNothingAndPlacesNothing_MR_VERBS_8)
+{
+	Pair p;
+	std::vector<u8> payload(4096);
+	mr_tx_desc d;
+	mr_place pl;
+
+	// A Read whose response is still on its way when A's QP goes to Error.
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 4096, 0x1000, 1, 7), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_NONE);
+	mr_tx_desc resp;
+	ASSERT_TRUE(mr_conn_next_packet(p.b.get(), 0, &resp));
+	ASSERT_EQ(resp.pkt.bth.opcode, MR_OP_READ_RESP);
+	resp.pkt.payload = payload.data();
+	// and a three-packet Send of which one packet has left
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 8), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	d.pkt.payload = payload.data();
+	ASSERT_EQ(d.pkt.bth.opcode, MR_OP_SEND);
+
+	mr_conn_error_stream(p.a.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+	EXPECT_NE(mr_conn_receive(p.a.get(), 0, &resp.pkt, false, &pl), MR_RX_RESULT_PLACE)
+		<< "a late Read response is placed into a flushed WQE";
+	mr_tx_desc more;
+	while (mr_conn_next_packet(p.a.get(), 0, &more))
+		EXPECT_NE(more.pkt.bth.opcode, MR_OP_SEND) << "the flushed Send is still sent";
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 2u);
+	for (auto &x : ca)
+		EXPECT_EQ(x.status, MR_WC_WR_FLUSH_ERR);
+
+	// B's Send to the errored QP is NAKed, and fails at B with REM_OP_ERR
+	std::swap(p.a, p.b);
+	p.b->ops = nullptr;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 9), 0);
+	p.Pump();
+	auto cb = p.Poll(p.a.get());
+	ASSERT_GE(cb.size(), 1u);
+	EXPECT_EQ(cb.back().status, MR_WC_REM_OP_ERR);
+}
