@@ -22,8 +22,12 @@
 # exits non-zero, the guest does not finish in time, or the guest's kernel log
 # shows BUG, WARNING, Oops, a general protection fault, a hung task, KASAN,
 # UBSAN, a refcount error or a panic.  Console logs: build/vm-logs/NAME*.log.
-# VM_CMDLINE adds kernel parameters, e.g. VM_CMDLINE="slub_debug=FZPU
-# init_on_free=1" to hunt memory corruption.
+# VM_CMDLINE adds kernel parameters.  VM_DEBUG=1 (the selftests set it) boots
+# with the memory and lockup checks Debian's kernel has built in: SLUB
+# red zones, poisoning and free-pointer checks (slub_debug=FZPU), KFENCE
+# sampling, pages poisoned and cleared when freed, and panics on soft
+# lockups and hung tasks.  VM_KERNEL=/path/to/bzImage boots another kernel
+# of the same release (the debug kernel of scripts/debug-kernel.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +62,12 @@ name=${name:-$(basename "$script" .sh)}
 
 "$top/scripts/setup.sh" vm
 kver=$("$top/scripts/kver.sh" version 6.12)
-kernel=/boot/vmlinuz-$kver
+kernel=${VM_KERNEL:-/boot/vmlinuz-$kver}
+debug_cmdline=
+if [ "${VM_DEBUG:-0}" = 1 ]; then
+	debug_cmdline="slub_debug=FZPU kfence.sample_interval=10 init_on_free=1 page_poison=1"
+	debug_cmdline+=" softlockup_panic=1 hung_task_panic=1"
+fi
 initrd=$cache/vm/initramfs-$kver.cpio.gz
 "$here/mkinitramfs.sh" "$kver" "$initrd"
 ko=$top/drivers/metaroce/metaroce.ko
@@ -137,7 +146,7 @@ start_guest() { # role log [netdev args...]
 		-smp "$smp" -m "$mem" -nodefaults -no-user-config -display none \
 		-monitor none -no-reboot -serial stdio \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 loglevel=4 log_buf_len=16M no_timer_check panic=-1 ${VM_CMDLINE:-} mr_init=$here/guest-init.sh mr_job=$run/job-$role.env" \
+		-append "console=ttyS0 loglevel=4 log_buf_len=16M no_timer_check panic=-1 $debug_cmdline ${VM_CMDLINE:-} mr_init=$here/guest-init.sh mr_job=$run/job-$role.env" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-rng-pci "$@" </dev/null >"$log" 2>&1 &
 	qpids+=($!)
@@ -220,7 +229,9 @@ if boot_crashed; then
 fi
 
 # Judge each guest's console log.
-bad='BUG:|WARNING:|Oops|general protection|hung_task|blocked for more than|KASAN|UBSAN|refcount_t:|Kernel panic|kernel BUG|Call Trace:|INIT-FAILED'
+# SLUB's reports start "BUG <cache> (<taint>): ...", KFENCE's "BUG: KFENCE:", page
+# poisoning's "pagealloc: memory corruption", kmemleak's "unreferenced object".
+bad='BUG:|BUG [^ ]+ \(|WARNING:|Oops|general protection|hung_task|blocked for more than|KASAN|UBSAN|refcount_t:|Kernel panic|kernel BUG|Call Trace:|INIT-FAILED|pagealloc: memory corruption|unreferenced object|possible circular locking|inconsistent lock state|INFO: trying to register non-static key|soft lockup'
 fail=0 why=""
 for log in "${logs[@]}"; do
 	who=$(basename "$log" .log)
@@ -234,9 +245,11 @@ for log in "${logs[@]}"; do
 		fail=1 why+=" timeout"
 		continue
 	fi
-	if grep -aEq "$bad" "$log"; then
+	# The kernel command line names the debug options (hung_task_panic=1): not a report.
+	if grep -av 'ommand line: ' "$log" | grep -aEq "$bad"; then
 		echo "[$who] FAIL: kernel log shows a problem; log: $log"
-		grep -aE -m 5 "$bad" "$log" | tr -d '\r' | sed "s/^/[$who] | /"
+		grep -av 'ommand line: ' "$log" | grep -aE -m 5 "$bad" | tr -d '\r' |
+			sed "s/^/[$who] | /"
 		fail=1 why+=" dmesg"
 	fi
 	if [ "$rc" != 0 ]; then
