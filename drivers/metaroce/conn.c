@@ -63,6 +63,7 @@ struct metaroce_conn {
 	u64 idle_since;			/* when the last QP went */
 	bool retiring;			/* its last QP went: CLOSE after MR_CONN_IDLE */
 	u64 ask_at;			/* [MR-CONN-12] the waiting side asks itself then */
+	u64 last_rx_ns;			/* [MR-CONN-7] a packet of the peer's last came */
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
@@ -712,7 +713,9 @@ static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 				const struct mr_tx_desc *d)
 {
 	const struct mr_pkt *pkt = &d->pkt;
-	struct metaroce_qp *qp = c->stream_qp[d->stream_slot];
+	/* A PROBE carries no stream (slot MR_REC_PROBE): no QP to read from. */
+	struct metaroce_qp *qp = d->stream_slot < MR_CONN_STREAMS ?
+				 c->stream_qp[d->stream_slot] : NULL;
 	struct metaroce_send_wqe *wqe;
 	struct sk_buff *skb;
 	u8 *payload;
@@ -910,12 +913,11 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 	c->timer.function = metaroce_conn_timer;
 	INIT_WORK(&c->tx_work, metaroce_conn_tx_work);
 
-	/* [MR-CONN-3] random, nonzero and unique among our connections. */
-	for (tries = 0; tries < 16; tries++) {
-		c->id = get_random_u32() | 1;
-		err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
-		if (err != -EBUSY)
-			break;
+	/* [MR-CONN-3] random over all 32 bits, nonzero and unique among ours. */
+	for (tries = 0, err = -EBUSY; tries < 16 && err == -EBUSY; tries++) {
+		c->id = get_random_u32();
+		if (c->id)
+			err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
 	}
 	if (err) {
 		kvfree(c->eng);
@@ -1401,9 +1403,23 @@ out:
 	spin_unlock(&ss->lock);
 }
 
+/* The addresses of a received packet, IPv4 as v4-mapped like the GIDs. */
+static void metaroce_skb_addrs(const struct sk_buff *skb, struct in6_addr *laddr,
+			       struct in6_addr *raddr)
+{
+	if (skb->protocol == htons(ETH_P_IP)) {
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr, laddr);
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr, raddr);
+	} else {
+		*laddr = ipv6_hdr(skb)->daddr;
+		*raddr = ipv6_hdr(skb)->saddr;
+	}
+}
+
 void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *p, bool ce)
 {
 	const struct mr_pkt *pkt = p;
+	struct in6_addr laddr, raddr;
 	struct metaroce_conn *c;
 	struct mr_place pl;
 	enum mr_hs_event ev;
@@ -1419,9 +1435,22 @@ void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "unknown connection");
 		return;
 	}
+	/*
+	 * [MR-SEC-3] a connection is its conn_id and its two addresses: a
+	 * packet naming our id from elsewhere (or to another of our
+	 * addresses) is not the peer's.
+	 */
+	metaroce_skb_addrs(skb, &laddr, &raddr);
+	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr)) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
+		metaroce_conn_put(c);
+		return;
+	}
 
 	spin_lock(&c->lock);
 	now = metaroce_now();
+	c->last_rx_ns = now;
 	switch (pkt->bth.opcode) {
 	case MR_OP_CONNECT_RESP:
 	case MR_OP_CLOSE:
@@ -1477,13 +1506,7 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
 			 &pkt) != MR_PARSE_OK)
 		return;
-	if (skb->protocol == htons(ETH_P_IP)) {
-		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr, &laddr);
-		ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr, &raddr);
-	} else {
-		laddr = ipv6_hdr(skb)->daddr;
-		raddr = ipv6_hdr(skb)->saddr;
-	}
+	metaroce_skb_addrs(skb, &laddr, &raddr);
 
 	c = metaroce_conn_find(mdev, &laddr, &raddr);
 	if (c && c->hs.state == MR_HS_IDLE) {
@@ -1498,24 +1521,37 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		return;
 	}
 	if (c) {
+		enum mr_hs_restart restart = MR_HS_RESTART_ACCEPT;
 		enum mr_hs_req_verdict verdict;
 
 		spin_lock_bh(&c->lock);
 		verdict = mr_hs_classify_req(&c->hs, &pkt);
 		if (verdict == MR_HS_REQ_DUPLICATE) {
-			mr_hs_on_duplicate_req(&c->hs);
+			mr_hs_on_duplicate_req(&c->hs, metaroce_now());
 		} else if (verdict == MR_HS_REQ_YIELD) {
 			ev = mr_hs_yield(&c->hs, &pkt);
 			if (ev == MR_HS_EV_ESTABLISHED && !c->established)
 				metaroce_conn_established(c);
+		} else if (verdict == MR_HS_REQ_RESTARTED || verdict == MR_HS_REQ_REPLACED) {
+			/*
+			 * [MR-CONN-7] believed only when the old connection,
+			 * challenged, stays silent: one spoofed CONNECT_REQ
+			 * must not end every QP to the peer.
+			 */
+			restart = mr_hs_restart_check(&c->hs, metaroce_now(),
+						      READ_ONCE(c->last_rx_ns));
+			if (restart == MR_HS_RESTART_CHALLENGE && c->established)
+				mr_conn_challenge(c->eng);
 		}
 		spin_unlock_bh(&c->lock);
+		if (restart != MR_HS_RESTART_ACCEPT)
+			metaroce_count(mdev, METAROCE_CNT_RESTART_CHALLENGES);
 		if (verdict == MR_HS_REQ_DUPLICATE || verdict == MR_HS_REQ_YIELD ||
-		    verdict == MR_HS_REQ_IGNORE) {
+		    verdict == MR_HS_REQ_IGNORE || restart != MR_HS_RESTART_ACCEPT) {
 			metaroce_conn_kick(c);
 			return;
 		}
-		/* A restarted or replaced peer: the old connection goes, [MR-CONN-7]. */
+		/* A restarted or replaced peer, proven: the old connection goes. */
 		metaroce_conn_remove(c, true);
 	}
 	if (mdev->nr_conns >= READ_ONCE(metaroce_max_conns)) {

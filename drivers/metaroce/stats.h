@@ -29,6 +29,8 @@ enum metaroce_counter {
 	METAROCE_CNT_TIMER_PAST,		/* a deadline the engine could not act on */
 	METAROCE_CNT_CONN_LIMIT_DROPS,		/* [MR-SEC-4] CONNECT_REQ over max_conns */
 	METAROCE_CNT_LOCAL_ACCESS_ERRORS,	/* a write into an MR without LOCAL_WRITE refused */
+	METAROCE_CNT_RX_DROP_WRONG_ADDR,	/* [MR-SEC-3] our conn_id from other addresses */
+	METAROCE_CNT_RESTART_CHALLENGES,	/* [MR-CONN-7] restart claims not (yet) believed */
 	METAROCE_NR_COUNTERS,
 
 	/* The engines' own event counters, summed over the device's connections. */

@@ -328,6 +328,8 @@ u64 mr_conn_next_deadline(const struct mr_conn *c)
 	for (i = 0; i < MR_CONN_STREAMS; i++)
 		if (c->rx[i].in_use && c->rx[i].nak_pending)
 			t = 0;
+	if (c->challenge)
+		t = 0;
 	t = mr_min_u64(t, mr_conn_sender_deadline(c));
 	if (c->next_send_ns)
 		t = mr_min_u64(t, c->next_send_ns);

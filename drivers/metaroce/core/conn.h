@@ -84,6 +84,7 @@ struct mr_conn {
 	const struct mr_conn_ops *ops;	/* NULL: everything may be placed and executed */
 	void *ops_ctx;
 	bool failed;		/* [MR-CONN-10] */
+	bool challenge;		/* [MR-CONN-7] send a PROBE that the peer must answer */
 	u64 last_ack_ns;
 	u64 last_timer_ns;	/* the last mr_conn_on_timer(), [MR-CONN-10] */
 	u64 rng;
@@ -220,6 +221,9 @@ u8 mr_nak_status(u8 code);
  * requester that already has every byte has completed the Read and ignores the NAK.
  */
 void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code);
+
+/* [MR-CONN-7] ask the peer for an ACK now (a PROBE with ACK_REQ on an active path). */
+void mr_conn_challenge(struct mr_conn *c);
 
 /* Sender, sender.c. */
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out);

@@ -120,11 +120,37 @@ enum mr_hs_event mr_hs_yield(struct mr_hs *hs, const struct mr_pkt *req)
 	return mr_hs_answer(hs, req);
 }
 
-/* [MR-CONN-5] the same CONNECT_RESP again, and no second connection. */
-void mr_hs_on_duplicate_req(struct mr_hs *hs)
+/*
+ * [MR-CONN-5] the same CONNECT_RESP again, and no second connection; [MR-SEC-5] not more
+ * often than a requester's first retry could ask for it, whatever a flood sends.
+ */
+void mr_hs_on_duplicate_req(struct mr_hs *hs, u64 now)
 {
-	if (hs->state == MR_HS_ESTABLISHED && !hs->requester)
-		hs->pending = MR_OP_CONNECT_RESP;
+	if (hs->state != MR_HS_ESTABLISHED || hs->requester)
+		return;
+	if (hs->resp_ns && now - hs->resp_ns < MR_CONNECT_RESP_GAP_NS)
+		return;
+	hs->resp_ns = now ? now : 1;
+	hs->pending = MR_OP_CONNECT_RESP;
+}
+
+enum mr_hs_restart mr_hs_restart_check(struct mr_hs *hs, u64 now, u64 last_rx_ns)
+{
+	if (hs->state != MR_HS_ESTABLISHED)
+		return MR_HS_RESTART_ACCEPT;	/* closing or failed: nothing to keep */
+	if (hs->challenge_ns && last_rx_ns > hs->challenge_ns) {
+		/* the old peer answered: the claim was false, or stale */
+		hs->challenge_ns = 0;
+		return MR_HS_RESTART_WAIT;
+	}
+	/* none yet, or one so old that no retry of a request it answered is still coming */
+	if (!hs->challenge_ns || now - hs->challenge_ns > MR_RESTART_CHALLENGE_MAX_NS) {
+		hs->challenge_ns = now ? now : 1;
+		return MR_HS_RESTART_CHALLENGE;
+	}
+	if (now - hs->challenge_ns >= MR_RESTART_CHALLENGE_NS)
+		return MR_HS_RESTART_ACCEPT;
+	return MR_HS_RESTART_WAIT;
 }
 
 static enum mr_hs_event mr_hs_on_resp(struct mr_hs *hs, const struct mr_pkt *pkt)

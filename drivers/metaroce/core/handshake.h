@@ -9,6 +9,9 @@
 #define MR_CONNECT_RETRIES	8
 #define MR_CONN_IDLE_NS		10000000000ULL
 #define MR_CONN_WAIT_NS		500000000ULL	/* [MR-CONN-12] the waiting side asks */
+#define MR_CONNECT_RESP_GAP_NS	(MR_CONNECT_RTO_NS / 2)
+#define MR_RESTART_CHALLENGE_NS	50000000ULL	/* [MR-CONN-7] silence that proves a restart */
+#define MR_RESTART_CHALLENGE_MAX_NS 1000000000ULL	/* a challenge older than this is stale */
 
 enum mr_close_reason {
 	MR_CLOSE_NORMAL		= 0,
@@ -57,6 +60,8 @@ struct mr_hs {
 	u64 peer_incarnation;
 	u64 rto_ns;
 	u64 deadline_ns;	/* next retransmission of CONNECT_REQ or CLOSE */
+	u64 challenge_ns;	/* [MR-CONN-7] a restart claim was challenged then; 0: none */
+	u64 resp_ns;		/* [MR-SEC-5] the last CONNECT_RESP repeated for a duplicate */
 	u64 rng;		/* the UDP source ports of our packets */
 };
 
@@ -77,6 +82,13 @@ enum mr_hs_req_verdict {
 	MR_HS_REQ_IGNORE,	/* [MR-CONN-11] crossing requests, ours wins */
 };
 
+/* [MR-CONN-7] what to do with the live connection a restarting CONNECT_REQ names. */
+enum mr_hs_restart {
+	MR_HS_RESTART_CHALLENGE,	/* probe the old connection now; drop the request */
+	MR_HS_RESTART_WAIT,		/* a challenge runs, or the old peer answered: drop it */
+	MR_HS_RESTART_ACCEPT,		/* the old connection stayed silent: replace it */
+};
+
 void mr_hs_local_defaults(struct mr_hs_local *l, u64 incarnation);
 
 /* Requester: start with a random nonzero conn_id and a random initial PSN. */
@@ -88,7 +100,15 @@ enum mr_hs_event mr_hs_accept(struct mr_hs *hs, const struct mr_hs_local *l,
 			      const struct mr_pkt *req, u32 conn_id, u32 initial_psn);
 /* The losing requester of [MR-CONN-11] answers, keeping its own conn_id and PSN. */
 enum mr_hs_event mr_hs_yield(struct mr_hs *hs, const struct mr_pkt *req);
-void mr_hs_on_duplicate_req(struct mr_hs *hs);
+/* [MR-SEC-5] at most one CONNECT_RESP per MR_CONNECT_RESP_GAP_NS answers duplicates. */
+void mr_hs_on_duplicate_req(struct mr_hs *hs, u64 now);
+/*
+ * [MR-CONN-7] a CONNECT_REQ claims that the peer of the established hs restarted (or
+ * replaced it, [MR-CONN-11]). One spoofed packet must not end a live connection: the claim
+ * is believed only when the old connection, challenged, has received nothing from the
+ * peer for MR_RESTART_CHALLENGE_NS. last_rx_ns: when it last did.
+ */
+enum mr_hs_restart mr_hs_restart_check(struct mr_hs *hs, u64 now, u64 last_rx_ns);
 /* CONNECT_RESP, CLOSE or CLOSE_ACK addressed to hs->local_conn_id. */
 enum mr_hs_event mr_hs_on_packet(struct mr_hs *hs, u64 now, const struct mr_pkt *pkt);
 enum mr_hs_event mr_hs_on_timer(struct mr_hs *hs, u64 now);

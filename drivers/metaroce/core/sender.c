@@ -284,17 +284,33 @@ static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struc
  * [MR-PATH-8] a path in PROBE or SUSPECT with nothing in flight gets a PROBE, so that its
  * RTO clock runs and it either recovers or fails even when data prefers other paths.
  */
+void mr_conn_challenge(struct mr_conn *c)
+{
+	c->challenge = true;
+}
+
 static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
 	struct mr_pick probe = mr_make_pick(MR_REC_PROBE, 0, 0, true, false);
 	u32 p;
 
+	u32 challenge_path = 0;
+
+	/* [MR-CONN-7] a challenge goes on the first active path (path 0 if none is) */
+	for (p = 0; c->challenge && p < c->cfg.n_paths; p++) {
+		if (c->tx_path[p].state == MR_PATH_ACTIVE) {
+			challenge_path = p;
+			break;
+		}
+	}
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		struct mr_path_tx *tp = &c->tx_path[p];
+		bool challenge = c->challenge && p == challenge_path;
 
-		if ((tp->state != MR_PATH_PROBE && tp->state != MR_PATH_SUSPECT) ||
-		    tp->outstanding)
+		if (!challenge && ((tp->state != MR_PATH_PROBE && tp->state != MR_PATH_SUSPECT) ||
+				   tp->outstanding))
 			continue;
+		c->challenge &= !challenge;
 		memset(out, 0, sizeof(*out));
 		out->pkt.bth.version = MR_VERSION;
 		out->pkt.bth.opcode = MR_OP_PROBE;
@@ -305,6 +321,9 @@ static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		out->pkt.bth.timestamp = (u32)mr_div_u64(now, 1000);
 		out->entropy = tp->entropy;
 		out->stream_slot = MR_REC_PROBE;
+		/* [MR-CONN-10] a PROBE of an idle connection starts the silence clock too */
+		if (!mr_conn_outstanding(c))
+			c->last_ack_ns = now;
 		mr_record_sent(c, tp, &probe, 0, now);
 		return true;
 	}

@@ -21,7 +21,7 @@ ip netns add cd
 ip link add v1 netns ct type veth peer name v2 netns cd
 ip -n ct addr add 198.18.1.1/24 dev v1
 ip -n ct addr add 198.18.1.3/24 dev v1	# a second tester address, above the DUT
-for a in 4 5 $(seq 10 17) 20 21; do	# more, for fresh handshakes (20, 21: connections of one test)
+for a in 4 5 $(seq 10 17) 20 21 22 23; do	# more, for fresh handshakes (20-22: connections of one test, 23: a stranger)
 	ip -n ct addr add 198.18.1.$a/24 dev v1
 done
 ip -n cd addr add 198.18.1.2/24 dev v2

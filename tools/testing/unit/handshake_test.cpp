@@ -172,7 +172,7 @@ TEST(Handshake, DuplicateRequestIsAnsweredWithTheSameResponse_MR_CONN_5)
 	mr_hs_on_timer(&a, MR_CONNECT_RTO_NS);
 	mr_pkt req2 = Next(a);
 	ASSERT_EQ(mr_hs_classify_req(&b, &req2), MR_HS_REQ_DUPLICATE);
-	mr_hs_on_duplicate_req(&b);
+	mr_hs_on_duplicate_req(&b, 1);
 	mr_pkt resp2 = Next(b);
 	u8 x[MR_MAX_HDR_LEN], y[MR_MAX_HDR_LEN];
 	u32 lx = mr_pkt_build(&resp1, x, sizeof(x)), ly = mr_pkt_build(&resp2, y, sizeof(y));
@@ -256,3 +256,58 @@ TEST(Handshake, CloseIsAcknowledgedAndRetried_MR_CONN_9)
 }
 
 } // namespace
+
+// [MR-CONN-7] a restart claim for a live connection is challenged, refused while the old
+// peer answers, and believed only after MR_RESTART_CHALLENGE_NS of silence since.
+TEST(Handshake, RestartIsBelievedOnlyAfterAChallengeGoesUnanswered_MR_CONN_7)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	Next(b);
+	const u64 t0 = 5 * MR_RESTART_CHALLENGE_NS;
+
+	// a spoofed claim while the old peer is alive: challenged, then refused
+	EXPECT_EQ(mr_hs_restart_check(&b, t0, t0 - 1000), MR_HS_RESTART_CHALLENGE);
+	EXPECT_EQ(mr_hs_restart_check(&b, t0 + 1000, t0 - 1000), MR_HS_RESTART_WAIT)
+		<< "a second claim during the challenge is not believed either";
+	EXPECT_EQ(mr_hs_restart_check(&b, t0 + MR_RESTART_CHALLENGE_NS, t0 + 2000),
+		  MR_HS_RESTART_WAIT) << "the old peer answered the challenge";
+	EXPECT_EQ(b.state, MR_HS_ESTABLISHED);
+
+	// a real restart: the challenge goes unanswered, the retried request is believed
+	const u64 t1 = t0 + 3 * MR_RESTART_CHALLENGE_NS;
+	EXPECT_EQ(mr_hs_restart_check(&b, t1, t0 + 2000), MR_HS_RESTART_CHALLENGE);
+	EXPECT_EQ(mr_hs_restart_check(&b, t1 + MR_RESTART_CHALLENGE_NS / 2, t0 + 2000),
+		  MR_HS_RESTART_WAIT);
+	EXPECT_EQ(mr_hs_restart_check(&b, t1 + MR_RESTART_CHALLENGE_NS, t0 + 2000),
+		  MR_HS_RESTART_ACCEPT);
+
+	// a challenge long past proves nothing about a claim made now
+	mr_hs c;
+	mr_hs_accept(&c, &lb, &req, 10, 3);
+	EXPECT_EQ(mr_hs_restart_check(&c, t0, 0), MR_HS_RESTART_CHALLENGE);
+	EXPECT_EQ(mr_hs_restart_check(&c, t0 + MR_RESTART_CHALLENGE_MAX_NS + 1, 0),
+		  MR_HS_RESTART_CHALLENGE);
+}
+
+// [MR-SEC-5] a flood of duplicate requests gets one CONNECT_RESP per MR_CONNECT_RESP_GAP_NS.
+TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs a, b;
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	Next(b);
+	mr_pkt out;
+	int answers = 0;
+	for (u64 t = 1; t <= 10 * MR_CONNECT_RESP_GAP_NS; t += MR_CONNECT_RESP_GAP_NS / 100) {
+		mr_hs_on_duplicate_req(&b, t);
+		answers += mr_hs_next_packet(&b, t, &out);
+	}
+	EXPECT_GE(answers, 9);
+	EXPECT_LE(answers, 11);
+}

@@ -419,7 +419,7 @@ private:
 			return true;
 		switch (mr_hs_classify_req(&hb_, &pkt)) {
 		case MR_HS_REQ_DUPLICATE:
-			mr_hs_on_duplicate_req(&hb_);
+			mr_hs_on_duplicate_req(&hb_, now);
 			return true;
 		case MR_HS_REQ_RESTARTED:
 		case MR_HS_REQ_REPLACED:

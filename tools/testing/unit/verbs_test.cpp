@@ -663,3 +663,31 @@ TEST(Verbs, ErroredStreamSendsNothingAndPlacesNothing_MR_VERBS_8)
 	ASSERT_GE(cb.size(), 1u);
 	EXPECT_EQ(cb.back().status, MR_WC_REM_OP_ERR);
 }
+
+// [MR-CONN-7] a challenge is a PROBE with ACK_REQ that the peer answers at once.
+TEST(Conn, ChallengeProbeIsAnsweredByAnAck_MR_CONN_7)
+{
+	Pair p;
+	mr_tx_desc d;
+	mr_place pl;
+	mr_pkt ack;
+
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 0, &d)) << "idle";
+	mr_conn_challenge(p.a.get());
+	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), 0u);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	EXPECT_EQ(d.pkt.bth.opcode, MR_OP_PROBE);
+	EXPECT_TRUE(d.pkt.bth.flags & MR_F_ACK_REQ);
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 0, &d)) << "one challenge, one PROBE";
+	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_NONE);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 0, &ack));
+	EXPECT_EQ(ack.bth.opcode, MR_OP_ACK);
+
+	// [MR-CONN-10] on a connection idle for longer than MR_CONN_TIMEOUT, the challenge
+	// starts the silence clock: it does not fail the connection at the next timer
+	const u64 later = 10 * MR_CONN_TIMEOUT_NS;
+	mr_conn_challenge(p.b.get());
+	ASSERT_TRUE(mr_conn_next_packet(p.b.get(), later, &d));
+	mr_conn_on_timer(p.b.get(), later + 1000000);
+	EXPECT_FALSE(p.b->failed) << "the challenge of an idle connection failed it";
+}
