@@ -39,6 +39,16 @@ module_param_named(max_conns, metaroce_max_conns, uint, 0644);
 MODULE_PARM_DESC(max_conns,
 		 "Connections per device beyond which peers' CONNECT_REQs are dropped (default 1024)");
 
+/*
+ * [MR-SEC-4] Connections our own QPs may make: each QP to a new peer address
+ * makes one, so a local user with many GIDs to aim at could otherwise pin
+ * memory without bound.  Beyond it, moving a QP to RTR fails with ENOMEM.
+ */
+static unsigned int metaroce_max_local_conns = 4096;
+module_param_named(max_local_conns, metaroce_max_local_conns, uint, 0644);
+MODULE_PARM_DESC(max_local_conns,
+		 "Connections per device that local QPs may make, beyond which RTR fails (default 4096)");
+
 static unsigned int metaroce_link_mbps = 10000;
 module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
 MODULE_PARM_DESC(link_mbps,
@@ -64,6 +74,7 @@ struct metaroce_conn {
 	bool retiring;			/* its last QP went: CLOSE after MR_CONN_IDLE */
 	u64 ask_at;			/* [MR-CONN-12] the waiting side asks itself then */
 	u64 last_rx_ns;			/* [MR-CONN-7] a packet of the peer's last came */
+	bool local;			/* made for our QP (nr_local_conns), not accepted */
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
@@ -887,17 +898,22 @@ static enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t)
 
 /* ---- connection table ---- */
 
+/*
+ * A connection of ours, made for our QP (local) or accepted from a peer.
+ * Charged to the memory cgroup of the task that makes it: the process whose
+ * QP asked, or the accept worker.
+ */
 static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 						 const struct in6_addr *laddr,
-						 const struct in6_addr *raddr)
+						 const struct in6_addr *raddr, bool local)
 {
 	struct metaroce_conn *c;
 	int err, tries;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return NULL;
-	c->eng = kvzalloc(sizeof(*c->eng), GFP_KERNEL);
+	c->eng = kvzalloc(sizeof(*c->eng), GFP_KERNEL_ACCOUNT);
 	if (!c->eng) {
 		kfree(c);
 		return NULL;
@@ -926,6 +942,8 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 	}
 	list_add(&c->node, &mdev->conns);
 	mdev->nr_conns++;
+	c->local = local;
+	mdev->nr_local_conns += local;
 	/* One accepted from a peer whose QP never comes here must not stay forever. */
 	queue_delayed_work(system_wq, &mdev->conn_idle_work, nsecs_to_jiffies(MR_CONN_IDLE_NS) + 1);
 	return c;
@@ -998,6 +1016,7 @@ static void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	xa_erase(&c->mdev->conn_ids, c->id);
 	list_del_init(&c->node);
 	c->mdev->nr_conns--;
+	c->mdev->nr_local_conns -= c->local;
 	metaroce_conn_eng_add(c, c->mdev->eng_retired);
 	/* dead is set: neither a running work nor the receive path re-arms the timer. */
 	hrtimer_cancel(&c->timer);
@@ -1034,7 +1053,12 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 	mutex_lock(&mdev->conn_mutex);
 	c = metaroce_conn_find(mdev, laddr, raddr);
 	if (!c) {
-		c = metaroce_conn_alloc(mdev, laddr, raddr);
+		if (mdev->nr_local_conns >= READ_ONCE(metaroce_max_local_conns)) {
+			metaroce_count(mdev, METAROCE_CNT_CONN_LIMIT_DROPS);
+			mutex_unlock(&mdev->conn_mutex);
+			return -ENOMEM;
+		}
+		c = metaroce_conn_alloc(mdev, laddr, raddr, true);
 		if (!c) {
 			mutex_unlock(&mdev->conn_mutex);
 			return -ENOMEM;
@@ -1559,7 +1583,7 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		metaroce_count(mdev, METAROCE_CNT_CONN_LIMIT_DROPS);
 		return;
 	}
-	c = metaroce_conn_alloc(mdev, &laddr, &raddr);
+	c = metaroce_conn_alloc(mdev, &laddr, &raddr, false);
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 		return;

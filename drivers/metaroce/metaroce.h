@@ -95,6 +95,7 @@ struct metaroce_dev {
 	struct mutex conn_mutex;	/* conns list, creation and teardown */
 	struct list_head conns;
 	unsigned int nr_conns;		/* on conns; under conn_mutex */
+	unsigned int nr_local_conns;	/* of them, made for our own QPs */
 	u64 eng_retired[METAROCE_NR_ENG_COUNTERS];	/* of removed connections */
 	struct xarray conn_ids;		/* our src_conn_id -> conn, RCU for receive */
 	u64 incarnation;		/* [MR-CONN-7] */

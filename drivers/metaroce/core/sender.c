@@ -289,6 +289,27 @@ void mr_conn_challenge(struct mr_conn *c)
 	c->challenge = true;
 }
 
+/* Nothing in flight and nothing the sender still owes: every message acknowledged. */
+static bool mr_conn_tx_idle(const struct mr_conn *c)
+{
+	u32 i, m;
+
+	if (mr_conn_outstanding(c))
+		return false;
+	for (i = 0; i < MR_CONN_STREAMS; i++) {
+		const struct mr_tx_stream *st = &c->tx[i];
+
+		if (!st->in_use)
+			continue;
+		if (st->msn_acked != st->next_msn)
+			return false;
+		for (m = 0; m < MR_STREAM_MAX_MSGS; m++)
+			if (st->resp[m].state == MR_MSG_OPEN)
+				return false;
+	}
+	return true;
+}
+
 static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
 	struct mr_pick probe = mr_make_pick(MR_REC_PROBE, 0, 0, true, false);
@@ -321,8 +342,12 @@ static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		out->pkt.bth.timestamp = (u32)mr_div_u64(now, 1000);
 		out->entropy = tp->entropy;
 		out->stream_slot = MR_REC_PROBE;
-		/* [MR-CONN-10] a PROBE of an idle connection starts the silence clock too */
-		if (!mr_conn_outstanding(c))
+		/*
+		 * [MR-CONN-10] a challenge of an idle connection starts the silence
+		 * clock, as new data would; one of a connection that still owes data
+		 * (a path probe, or a challenge while all is lost) must not.
+		 */
+		if (challenge && mr_conn_tx_idle(c))
 			c->last_ack_ns = now;
 		mr_record_sent(c, tp, &probe, 0, now);
 		return true;
