@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # In a test guest (vm.sh): the DUT (metaroce.ko, mr0 on veth cd/v2 198.18.1.2) and the
 # tester (mr_conformance in namespace ct on v1 198.18.1.1), then the suite's TAP and JUnit.
-#   guest.sh [MUTANT_KO [GTEST_FILTER]]
+#   guest.sh [MUTANT_KO [GTEST_FILTER [FUZZ_ITERS [FUZZ_SEED]]]]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 suite=$top/build/conformance/mr_conformance
 mutant=${1:-}
 filter=${2:-*}
+# The receive-path fuzzer's packets and seed (FuzzTest; its own defaults when empty).
+export CONF_FUZZ_ITERS=${3:-} CONF_FUZZ_SEED=${4:-}
 
 if [ -n "$mutant" ]; then
 	# The guest's module tree is a tmpfs overlay: the mutant replaces the module there.
@@ -21,7 +23,7 @@ ip netns add cd
 ip link add v1 netns ct type veth peer name v2 netns cd
 ip -n ct addr add 198.18.1.1/24 dev v1
 ip -n ct addr add 198.18.1.3/24 dev v1	# a second tester address, above the DUT
-for a in 4 5 $(seq 10 17) 20 21 22 23; do	# more, for fresh handshakes (20-22: connections of one test, 23: a stranger)
+for a in 4 5 $(seq 10 17) 20 21 22 23 24; do	# more, for fresh handshakes (20-22, 24: connections of one test, 23: a stranger)
 	ip -n ct addr add 198.18.1.$a/24 dev v1
 done
 ip -n cd addr add 198.18.1.2/24 dev v2

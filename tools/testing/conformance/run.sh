@@ -7,6 +7,7 @@
 #                             default) and run the suite against it: each must be caught
 # Results: build/conformance/results/ (NAME.tap, NAME.xml, NAME.log).
 # CONF_FILTER=GTEST_PATTERN runs only matching tests (e.g. 'AckTest.*:*MR_SEC_1*').
+# CONF_FUZZ_ITERS, CONF_FUZZ_SEED: packets and seed of the receive-path fuzzer (FuzzTest).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
@@ -38,7 +39,8 @@ run_suite() {
 	local name=$1 log=$results/$1.log rc=0
 	shift
 	"$top/tools/testing/vm/vm.sh" --name "conformance-$name" --timeout 600 \
-		"$here/guest.sh" "${1:-}" "${2:-${CONF_FILTER:-*}}" >"$log" 2>&1 || rc=$?
+		"$here/guest.sh" "${1:-}" "${2:-${CONF_FILTER:-*}}" "${CONF_FUZZ_ITERS:-}" \
+		"${CONF_FUZZ_SEED:-}" >"$log" 2>&1 || rc=$?
 	sed -n 's/^\[conformance-[^]]*\] //p' "$log" |
 		sed -n '/^TAP version/,/^# conformance:/p' >"$results/$name.tap"
 	sed -n 's/^\[conformance-[^]]*\] //p' "$log" |

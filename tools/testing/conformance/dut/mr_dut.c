@@ -34,6 +34,7 @@
  *                                 one line "wc wr=W status=S opcode=O len=L imm=I"
  *                                 each, or "none"
  *   state QP                      "state=S" (enum ib_qp_state)
+ *   error QP                      move the QP to the Error state
  *   dereg M                       deregister MR M; its buffer stays, filled with 0xee
  *   destroy QP                    destroy the QP and the MRs registered through it
  *   fill l|m IDX OFF LEN SEED     byte i = SEED + i (mod 256), QP local or MR buffer
@@ -619,6 +620,22 @@ static int mr_dut_cmd_state(char **argv, int argc)
 	return err;
 }
 
+/* "error QP": the QP goes to the Error state, as a consumer tearing down does. */
+static int mr_dut_cmd_error(char **argv, int argc)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct mr_dut_qp *q;
+	int err;
+
+	q = argc > 1 ? mr_dut_qp_arg(argv[1]) : NULL;
+	if (argc != 2 || !q)
+		return -EINVAL;
+	err = ib_modify_qp(q->qp, &attr, IB_QP_STATE);
+	if (!err)
+		mr_dut_say("ok\n");
+	return err;
+}
+
 /* The bytes a fill or dump command names: a QP's local buffer or an MR's buffer. */
 static u8 *mr_dut_bytes(char **argv, int argc, u64 *len)
 {
@@ -688,6 +705,8 @@ static int mr_dut_run(char *line)
 		return mr_dut_cmd_poll(argv, argc);
 	if (!strcmp(argv[0], "state"))
 		return mr_dut_cmd_state(argv, argc);
+	if (!strcmp(argv[0], "error"))
+		return mr_dut_cmd_error(argv, argc);
 	if (!strcmp(argv[0], "dereg"))
 		return mr_dut_cmd_dereg(argv, argc);
 	if (!strcmp(argv[0], "destroy") && argc == 2 && mr_dut_qp_arg(argv[1])) {
