@@ -16,7 +16,7 @@ KBUILD_FLAGS := W=1
 KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
 KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 
-.PHONY: all modules module-6.1 clean lint unit kunit selftests check provider \
+.PHONY: all modules module-6.1 clean lint unit kunit selftests selftests-debug fuzz-guest check provider \
 	conformance conformance-mutations bench demo help
 
 all: modules
@@ -47,6 +47,11 @@ kunit:
 selftests: modules
 	@tools/testing/selftests/drivers/metaroce/run.sh $(T)
 
+# The guest tests on a debug kernel (KASAN, lockdep, kmemleak, UBSAN) built once from
+# Debian's linux-source-6.12 into the cache; one by name: make selftests-debug T=...
+selftests-debug:
+	@scripts/selftests-debug.sh $(T)
+
 check:
 	@scripts/check.sh
 
@@ -70,6 +75,11 @@ conformance:
 conformance-mutations:
 	@tools/testing/conformance/run.sh --mutations
 
+# The receive-path fuzzer alone, long: FUZZ_ITERS packets (default 200000), FUZZ_SEED.
+fuzz-guest:
+	@CONF_FILTER='FuzzTest.*' CONF_FUZZ_ITERS=$(or $(FUZZ_ITERS),200000) \
+		CONF_FUZZ_SEED=$(or $(FUZZ_SEED),1) tools/testing/conformance/run.sh
+
 clean:
 	$(MAKE) -C "$(KDIR_612)" M=$(TOP) clean 2>/dev/null || true
 	rm -rf $(BUILD)
@@ -82,6 +92,7 @@ help:
 	@echo "make kunit      KUnit suites of core/ in UML (kunit.py)"
 	@echo "make provider   the rdma-core provider: build/provider/libmetaroce-rdmav34.so"
 	@echo "make selftests  guest tests in QEMU; T=name runs one"
+	@echo "make selftests-debug  the same on a KASAN/lockdep/kmemleak/UBSAN kernel (built once)"
 	@echo "make conformance  the compliance suite against the module in a guest;"
 	@echo "                 regenerates Documentation/metaroce/compliance.rst"
 	@echo "make conformance-mutations  the same against each planted mutation"

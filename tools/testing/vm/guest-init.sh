@@ -43,6 +43,7 @@ echo 1 >/proc/sys/kernel/panic_on_oops
 # The module under test, findable by modprobe (and by rdma link's autoload).
 if [ -n "${MR_MODROOT:-}" ]; then
 	dst=/lib/modules/$(uname -r)
+	mkdir -p "$dst"	# a kernel not installed on the host (the debug kernel)
 	cp "$MR_MODROOT"/modules.* "$dst/"
 	cp -r "$MR_MODROOT/updates" "$dst/"
 fi

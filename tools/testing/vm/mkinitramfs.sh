@@ -18,6 +18,8 @@ install -m 0755 "$here/initramfs-init" "$tmp/init"
 for m in fs/netfs/netfs net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p fs/overlayfs/overlay; do
 	src=$moddir/$m.ko
 	name=$(basename "$m")
+	# A kernel with them built in (the debug kernel) has no module directory.
+	[ -d "$moddir" ] || continue
 	if [ -e "$src.xz" ]; then
 		xz -dc "$src.xz" >"$tmp/mods/$name.ko"
 	elif [ -e "$src.zst" ]; then

@@ -26,8 +26,9 @@
 # with the memory and lockup checks Debian's kernel has built in: SLUB
 # red zones, poisoning and free-pointer checks (slub_debug=FZPU), KFENCE
 # sampling, pages poisoned and cleared when freed, and panics on soft
-# lockups and hung tasks.  VM_KERNEL=/path/to/bzImage boots another kernel
-# of the same release (the debug kernel of scripts/debug-kernel.sh).
+# lockups and hung tasks.  VM_KDIR=DIR boots the kernel built in DIR instead
+# (the debug kernel of scripts/debug-kernel.sh, with what the tests need
+# built in), with the metaroce.ko built against it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +63,13 @@ name=${name:-$(basename "$script" .sh)}
 
 "$top/scripts/setup.sh" vm
 kver=$("$top/scripts/kver.sh" version 6.12)
-kernel=${VM_KERNEL:-/boot/vmlinuz-$kver}
+kernel=/boot/vmlinuz-$kver
+kmods=/lib/modules/$kver
+if [ -n "${VM_KDIR:-}" ]; then
+	kver=$(cat "$VM_KDIR/include/config/kernel.release")
+	kernel=$VM_KDIR/arch/x86/boot/bzImage
+	kmods=$VM_KDIR
+fi
 debug_cmdline=
 if [ "${VM_DEBUG:-0}" = 1 ]; then
 	debug_cmdline="slub_debug=FZPU kfence.sample_interval=10 init_on_free=1 page_poison=1"
@@ -83,10 +90,14 @@ modroot=$top/build/vm-modroot
 if [ "$module" = 1 ] && { [ ! -e "$modroot/stamp" ] || [ "$ko" -nt "$modroot/stamp" ]; }; then
 	rm -rf "$modroot"
 	mkdir -p "$modroot/lib/modules/$kver/updates"
-	ln -s "/lib/modules/$kver/kernel" "$modroot/lib/modules/$kver/kernel"
-	cp /lib/modules/"$kver"/modules.{order,builtin,builtin.modinfo} "$modroot/lib/modules/$kver/"
+	[ -n "${VM_KDIR:-}" ] || ln -s "/lib/modules/$kver/kernel" "$modroot/lib/modules/$kver/kernel"
+	cp "$kmods"/modules.{order,builtin,builtin.modinfo} "$modroot/lib/modules/$kver/"
 	cp "$ko" "$modroot/lib/modules/$kver/updates/"
-	depmod -b "$modroot" "$kver"
+	if [ -n "${VM_KDIR:-}" ]; then
+		depmod -b "$modroot" -F "$VM_KDIR/System.map" "$kver"
+	else
+		depmod -b "$modroot" "$kver"
+	fi
 	touch "$modroot/stamp"
 fi
 

@@ -14,9 +14,11 @@ vm=$top/tools/testing/vm/vm.sh
 export VM_DEBUG=${VM_DEBUG:-1}
 
 kver=$("$top/scripts/kver.sh" version 6.12) || exit 1
+# VM_KDIR: the guests boot the kernel built there (scripts/selftests-debug.sh).
+kdir=${VM_KDIR:-/lib/modules/$kver/build}
 # Test modules: the harness self-test's warning module, the kernel Verbs traffic module.
 for mod in "$top/tools/testing/vm/warn" "$here/ktraffic"; do
-	make -s -C "/lib/modules/$kver/build" M="$mod" W=1 modules >/dev/null || {
+	make -s -C "$kdir" M="$mod" W=1 modules >/dev/null || {
 		echo "run.sh: cannot build the test module in $mod" >&2
 		exit 1
 	}
