@@ -63,6 +63,16 @@ cd "$MR_TOP" || off
 timeout -k 5 "$MR_TEST_TIMEOUT" bash "$MR_TEST" "${MR_ARGS[@]}" </dev/null 2>&1
 rc=$?
 echo "=== METAROCE-TEST-END rc=$rc"
+# The debug kernel's leak detector (make selftests-debug): what the test left behind is
+# reported as "unreferenced object", which vm.sh fails.  Two scans: kmemleak reports an
+# object only when it stayed unreferenced across them.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak
+	echo scan >/sys/kernel/debug/kmemleak
+	echo "=== METAROCE-KMEMLEAK-BEGIN"
+	cat /sys/kernel/debug/kmemleak
+	echo "=== METAROCE-KMEMLEAK-END"
+fi
 echo "=== METAROCE-DMESG-BEGIN"
 dmesg
 echo "=== METAROCE-DMESG-END"
