@@ -90,7 +90,12 @@ static u64 metaroce_now(void)
 
 static void metaroce_conn_put(struct metaroce_conn *c)
 {
+	u32 i;
+
 	if (refcount_dec_and_test(&c->ref)) {
+		/* Streams a dead connection never closed: their memory goes with it. */
+		for (i = 0; i < MR_CONN_STREAMS; i++)
+			kvfree(c->eng->mem[i]);
 		kvfree(c->eng);
 		kfree_rcu(c, rcu);
 	}
@@ -621,7 +626,9 @@ static void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp
 {
 	int slot;
 
-	slot = mr_conn_open_stream(c->eng, qp->ibqp.qp_num, qp->attr.dest_qp_num);
+	slot = mr_conn_open_stream(c->eng, qp->ibqp.qp_num, qp->attr.dest_qp_num, qp->stream_mem);
+	if (slot >= 0)
+		qp->stream_mem = NULL;	/* the engine's until the stream closes */
 	if (slot < 0) {
 		metaroce_count(c->mdev, METAROCE_CNT_STREAM_OPEN_ERRORS);
 		metaroce_qp_to_error(qp);
@@ -1041,6 +1048,14 @@ int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr)
 		return 0;
 	if (!grh->sgid_attr)
 		return -EINVAL;
+	/*
+	 * The stream's state, allocated here: the stream opens under the
+	 * connection's lock, maybe from softirq once the handshake is done.
+	 */
+	if (!qp->stream_mem)
+		qp->stream_mem = kvzalloc(sizeof(*qp->stream_mem), GFP_KERNEL_ACCOUNT);
+	if (!qp->stream_mem)
+		return -ENOMEM;
 	/* GIDs are the addresses: IPv4-mapped or IPv6, the same family at both ends. */
 	raddr = (const struct in6_addr *)grh->dgid.raw;
 	laddr = (const struct in6_addr *)grh->sgid_attr->gid.raw;
@@ -1116,16 +1131,21 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	struct metaroce_conn *c = qp->conn;
+	struct mr_stream *mem = NULL;
 	bool last, idle;
 
-	if (!c)
+	if (!c) {
+		kvfree(qp->stream_mem);	/* from an RTR that failed */
+		qp->stream_mem = NULL;
 		return;
+	}
 	mutex_lock(&mdev->conn_mutex);
 	spin_lock_bh(&c->lock);
 	if (qp->slot >= 0) {
 		c->stream_qp[qp->slot] = NULL;
+		/* A dead connection's engine keeps it: freed with the engine. */
 		if (c->established && !c->dead)
-			mr_conn_close_stream(c->eng, qp->slot);
+			mem = mr_conn_close_stream(c->eng, qp->slot);
 		qp->slot = -1;
 	}
 	list_del(&qp->conn_node);
@@ -1137,6 +1157,10 @@ void metaroce_qp_detach(struct metaroce_qp *qp)
 		c->retiring = true;
 	}
 	spin_unlock_bh(&c->lock);
+	/* Off the list: the establishment can no longer hand this memory to the engine. */
+	kvfree(mem);
+	kvfree(qp->stream_mem);
+	qp->stream_mem = NULL;
 	if (idle) {
 		/*
 		 * [MR-CONN-9] CLOSE only after MR_CONN_IDLE without streams:

@@ -54,6 +54,7 @@
 
 struct metaroce_net;
 struct metaroce_conn;
+struct mr_stream;
 
 /* Senders one device shares its receive capacity among; more get no hint. */
 #define METAROCE_SHARE_MAX		64
@@ -251,6 +252,7 @@ struct metaroce_qp {
 	struct metaroce_conn *conn;	/* set in RTR, held until destroy */
 	struct list_head conn_node;	/* conn->qps */
 	int slot;			/* engine stream slot, -1 until opened */
+	struct mr_stream *stream_mem;	/* the stream's state until the engine takes it */
 	u32 rq_base;			/* RQ index of the stream's first receive */
 
 	/* UD and GSI: built datagrams waiting for the transmit work. */

@@ -2,6 +2,10 @@
 /* Connection set-up, stream pairing, work posting and MSN-ordered completion polling. */
 #include "conn.h"
 
+/* What every closed slot points to: not in use, and never written. */
+static struct mr_tx_stream mr_tx_closed;
+static struct mr_rx_stream mr_rx_closed;
+
 void mr_conn_cfg_defaults(struct mr_conn_cfg *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -24,6 +28,10 @@ void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 	u32 p;
 
 	memset(c, 0, sizeof(*c));
+	for (p = 0; p < MR_CONN_STREAMS; p++) {
+		c->tx[p] = &mr_tx_closed;
+		c->rx[p] = &mr_rx_closed;
+	}
 	c->cfg = *cfg;
 	if (c->cfg.n_paths < 1 || c->cfg.n_paths > MR_MAX_PATHS)
 		c->cfg.n_paths = MR_DEFAULT_PATHS;
@@ -44,15 +52,22 @@ void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 	}
 }
 
-int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id)
+int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id, struct mr_stream *mem)
 {
 	u32 i;
 
+	if (!mem)
+		return -1;
 	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		if (c->tx[i].in_use)
+		if (c->mem[i])
 			continue;
-		mr_tx_stream_init(&c->tx[i], peer_id & MR_STREAM_ID_MASK);
-		mr_rx_stream_init(&c->rx[i], local_id & MR_STREAM_ID_MASK);
+		c->mem[i] = mem;
+		c->tx[i] = &mem->tx;
+		c->rx[i] = &mem->rx;
+		mr_tx_stream_init(c->tx[i], peer_id & MR_STREAM_ID_MASK);
+		mr_rx_stream_init(c->rx[i], local_id & MR_STREAM_ID_MASK);
+		if (i >= c->n_slots)
+			c->n_slots = i + 1;
 		return (int)i;
 	}
 	return -1;
@@ -66,8 +81,8 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 
 	if (slot >= MR_CONN_STREAMS)
 		return;
-	ts = &c->tx[slot];
-	rs = &c->rx[slot];
+	ts = c->tx[slot];
+	rs = c->rx[slot];
 	if (ts->in_use) {
 		mr_tx_stream_error(ts, ts->msn_polled, MR_WC_WR_FLUSH_ERR);
 		/* Responses to the peer's Reads and atomics are not sent either. */
@@ -80,12 +95,13 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	}
 }
 
-void mr_conn_close_stream(struct mr_conn *c, u32 slot)
+struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 {
+	struct mr_stream *mem;
 	u32 p, psn;
 
-	if (slot >= MR_CONN_STREAMS)
-		return;
+	if (slot >= MR_CONN_STREAMS || !c->mem[slot])
+		return NULL;
 	/*
 	 * Packets of the stream still in flight keep their PSNs, so the paths' SACK and
 	 * congestion state stay whole, but they now carry nothing: their records no longer
@@ -101,8 +117,13 @@ void mr_conn_close_stream(struct mr_conn *c, u32 slot)
 				rec->stream_slot = MR_REC_PROBE;
 		}
 	}
-	memset(&c->tx[slot], 0, sizeof(c->tx[slot]));
-	memset(&c->rx[slot], 0, sizeof(c->rx[slot]));
+	mem = c->mem[slot];
+	c->mem[slot] = NULL;
+	c->tx[slot] = &mr_tx_closed;
+	c->rx[slot] = &mr_rx_closed;
+	while (c->n_slots && !c->mem[c->n_slots - 1])
+		c->n_slots--;
+	return mem;
 }
 
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
@@ -111,7 +132,7 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	struct mr_tx_msg *m;
 	bool request = mr_opcode_is_request(wr->opcode);
 
-	if (slot >= MR_CONN_STREAMS || !c->tx[slot].in_use || wr->len > MR_MAX_MSG_LEN)
+	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use || wr->len > MR_MAX_MSG_LEN)
 		return -1;
 	if (wr->opcode != MR_OP_SEND && wr->opcode != MR_OP_WRITE && !request)
 		return -1;
@@ -120,7 +141,7 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	    ((wr->flags & MR_WR_INV) && wr->opcode != MR_OP_SEND) ||
 	    ((wr->flags & MR_WR_IMM) && (wr->flags & MR_WR_INV)))
 		return -1;
-	st = &c->tx[slot];
+	st = c->tx[slot];
 	if (!mr_tx_stream_can_post(st))
 		return -1;
 	m = mr_tx_stream_msg(st, st->next_msn);
@@ -170,10 +191,10 @@ int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rk
 
 void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us)
 {
-	if (slot >= MR_CONN_STREAMS)
+	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use)
 		return;
-	c->tx[slot].rnr_retry = rnr_retry;
-	c->tx[slot].min_rnr_us = min_rnr_us;
+	c->tx[slot]->rnr_retry = rnr_retry;
+	c->tx[slot]->min_rnr_us = min_rnr_us;
 }
 
 /* [MR-NAK-2] the requester's completion status for each NAK code. */
@@ -206,9 +227,9 @@ void mr_conn_fail(struct mr_conn *c, u8 status)
 	u32 i, msn;
 
 	c->failed = true;
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		struct mr_tx_stream *ts = &c->tx[i];
-		struct mr_rx_stream *rs = &c->rx[i];
+	for (i = 0; i < c->n_slots; i++) {
+		struct mr_tx_stream *ts = c->tx[i];
+		struct mr_rx_stream *rs = c->rx[i];
 
 		if (ts->in_use) {
 			for (msn = ts->msn_polled; msn != ts->next_msn; msn++)
@@ -225,7 +246,7 @@ void mr_conn_fail(struct mr_conn *c, u8 status)
 
 static bool mr_poll_rx(struct mr_conn *c, u32 i, struct mr_completion *out)
 {
-	struct mr_rx_stream *rs = &c->rx[i];
+	struct mr_rx_stream *rs = c->rx[i];
 
 	while (rs->msn_reported != rs->msn_cum) {
 		struct mr_rx_msg *m = &rs->msg[rs->msn_reported % MR_STREAM_MAX_MSGS];
@@ -272,7 +293,7 @@ static bool mr_poll_rx(struct mr_conn *c, u32 i, struct mr_completion *out)
 /* [MR-VERBS-3] in posting order; [MR-VERBS-8] the failed WQE, then flushes. */
 static bool mr_poll_tx(struct mr_conn *c, u32 i, struct mr_completion *out)
 {
-	struct mr_tx_stream *ts = &c->tx[i];
+	struct mr_tx_stream *ts = c->tx[i];
 	struct mr_tx_msg *m;
 	u8 status = MR_WC_SUCCESS;
 
@@ -301,10 +322,10 @@ bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out)
 {
 	u32 i;
 
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		if (c->rx[i].in_use && mr_poll_rx(c, i, out))
+	for (i = 0; i < c->n_slots; i++) {
+		if (c->rx[i]->in_use && mr_poll_rx(c, i, out))
 			return true;
-		if (c->tx[i].in_use && mr_poll_tx(c, i, out))
+		if (c->tx[i]->in_use && mr_poll_tx(c, i, out))
 			return true;
 	}
 	return false;
@@ -325,8 +346,8 @@ u64 mr_conn_next_deadline(const struct mr_conn *c)
 		else if (rp->unacked && rp->ack_deadline_ns)
 			t = mr_min_u64(t, rp->ack_deadline_ns);
 	}
-	for (i = 0; i < MR_CONN_STREAMS; i++)
-		if (c->rx[i].in_use && c->rx[i].nak_pending)
+	for (i = 0; i < c->n_slots; i++)
+		if (c->rx[i]->in_use && c->rx[i]->nak_pending)
 			t = 0;
 	if (c->challenge)
 		t = 0;
@@ -343,9 +364,9 @@ bool mr_conn_quiescent(const struct mr_conn *c)
 	for (p = 0; p < c->cfg.n_paths; p++)
 		if (c->tx_path[p].outstanding || c->rx_path[p].unacked || c->rx_path[p].ack_now)
 			return false;
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		const struct mr_tx_stream *ts = &c->tx[i];
-		const struct mr_rx_stream *rs = &c->rx[i];
+	for (i = 0; i < c->n_slots; i++) {
+		const struct mr_tx_stream *ts = c->tx[i];
+		const struct mr_rx_stream *rs = c->rx[i];
 
 		if (ts->in_use && ts->msn_polled != ts->next_msn)
 			return false;

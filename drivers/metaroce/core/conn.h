@@ -6,7 +6,11 @@
 #include "path.h"
 #include "stream.h"
 
-#define MR_CONN_STREAMS		32	/* stream slots per connection in this engine */
+/*
+ * Stream slots per connection: one per QP to the peer. A packet's record names its slot
+ * in a byte, 0xff being a PROBE's (MR_REC_PROBE), so 254 at most.
+ */
+#define MR_CONN_STREAMS		254
 #define MR_ACK_FREQ		4
 #define MR_ACK_DELAY_NS		10000ULL
 #define MR_PACE_BURST		16	/* [MR-CC-7] slots a late sender may catch up */
@@ -79,6 +83,12 @@ struct mr_conn_ops {
 	u8 (*execute)(void *ctx, struct mr_exec *ex);
 };
 
+/* The state of one stream, both directions: what the caller allocates per stream. */
+struct mr_stream {
+	struct mr_tx_stream tx;
+	struct mr_rx_stream rx;
+};
+
 struct mr_conn {
 	struct mr_conn_cfg cfg;
 	const struct mr_conn_ops *ops;	/* NULL: everything may be placed and executed */
@@ -89,6 +99,7 @@ struct mr_conn {
 	u64 last_timer_ns;	/* the last mr_conn_on_timer(), [MR-CONN-10] */
 	u64 rng;
 	u32 rr_stream;
+	u32 rr_msgack;		/* the first stream the next ACK's MSGACKs consider */
 	u32 rr_path;
 	u32 avoid_path;		/* the path of the last loss, [MR-REL-1] */
 	u32 peer_hint_mbps;	/* latest nonzero rate hint from the peer */
@@ -97,8 +108,15 @@ struct mr_conn {
 	u64 pace_ns;		/* pacing: the next packet's slot, perhaps past ([MR-CC-7]) */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
-	struct mr_tx_stream tx[MR_CONN_STREAMS];
-	struct mr_rx_stream rx[MR_CONN_STREAMS];
+	/*
+	 * The streams' state lives in memory the caller gives mr_conn_open_stream() and gets
+	 * back from mr_conn_close_stream(), so a connection holds what its QPs use. A closed
+	 * slot points to a shared, never written stream that is not in use.
+	 */
+	struct mr_tx_stream *tx[MR_CONN_STREAMS];
+	struct mr_rx_stream *rx[MR_CONN_STREAMS];
+	struct mr_stream *mem[MR_CONN_STREAMS];
+	u32 n_slots;		/* slots from n_slots on are closed */
 	/* Event counters, for the caller's statistics; they only grow (and wrap). */
 	u32 retransmits;	/* packets sent again, for any reason */
 	u32 msg_probes;
@@ -192,13 +210,17 @@ enum mr_rx_result {
 
 void mr_conn_cfg_defaults(struct mr_conn_cfg *cfg);
 void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg);
-/* Pair a local stream (our QPN) with the peer's; returns the slot or -1. */
-int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id);
+/*
+ * Pair a local stream (our QPN) with the peer's, its state in mem (any contents; the
+ * engine owns it until the stream is closed); returns the slot, or -1 when all are taken.
+ */
+int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id, struct mr_stream *mem);
 /*
  * [MR-VERBS-11] give the slot back: its messages are dropped (the caller has flushed
  * them), packets for it are dropped from now on, and mr_conn_open_stream may reuse it.
+ * Returns the stream's memory (NULL if the slot was not open) for the caller to free.
  */
-void mr_conn_close_stream(struct mr_conn *c, u32 slot);
+struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot);
 /*
  * [MR-VERBS-8] the stream's QP left RTS/RTR for Error: nothing of it is sent again (its
  * messages complete flushed, Read and atomic responses are dropped), and what arrives

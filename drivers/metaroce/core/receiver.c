@@ -7,10 +7,10 @@ static struct mr_rx_stream *mr_rx_lookup(struct mr_conn *c, u32 id, u32 *slot)
 {
 	u32 i;
 
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		if (c->rx[i].in_use && c->rx[i].id == id) {
+	for (i = 0; i < c->n_slots; i++) {
+		if (c->rx[i]->in_use && c->rx[i]->id == id) {
 			*slot = i;
-			return &c->rx[i];
+			return c->rx[i];
 		}
 	}
 	return NULL;
@@ -42,7 +42,7 @@ static void mr_rx_count(struct mr_sack_rx *s, const struct mr_pkt *pkt, bool ce)
  */
 static u8 mr_rx_execute(struct mr_conn *c, u32 slot, struct mr_rx_msg *m)
 {
-	struct mr_tx_msg *r = &c->tx[slot].resp[m->msn % MR_STREAM_MAX_MSGS];
+	struct mr_tx_msg *r = &c->tx[slot]->resp[m->msn % MR_STREAM_MAX_MSGS];
 	bool read = m->opcode == MR_OP_READ_REQ;
 	struct mr_exec ex;
 	u8 code = 0;
@@ -77,7 +77,7 @@ static u8 mr_rx_execute(struct mr_conn *c, u32 slot, struct mr_rx_msg *m)
 /* [MR-VERBS-2] move msn_cum over complete messages, executing requests on the way. */
 static void mr_rx_advance(struct mr_conn *c, u32 slot)
 {
-	struct mr_rx_stream *st = &c->rx[slot];
+	struct mr_rx_stream *st = c->rx[slot];
 	struct mr_rx_msg *m;
 	u8 code;
 
@@ -96,7 +96,7 @@ static void mr_rx_advance(struct mr_conn *c, u32 slot)
 /* [MR-REL-12] a duplicate of an answered atomic is answered again from the cache. */
 static void mr_rx_replay(struct mr_conn *c, u32 slot, const struct mr_pkt *pkt)
 {
-	struct mr_tx_msg *r = &c->tx[slot].resp[pkt->bth.msn % MR_STREAM_MAX_MSGS];
+	struct mr_tx_msg *r = &c->tx[slot]->resp[pkt->bth.msn % MR_STREAM_MAX_MSGS];
 
 	if (pkt->bth.opcode == MR_OP_READ_REQ || r->msn != pkt->bth.msn ||
 	    r->opcode != MR_OP_ATOMIC_RESP || r->state != MR_MSG_DONE)
@@ -133,7 +133,7 @@ static enum mr_rx_result mr_rx_response(struct mr_conn *c, u64 now, const struct
 		mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv));
 		return MR_RX_RESULT_DROP;
 	}
-	ts = &c->tx[slot];
+	ts = c->tx[slot];
 	m = mr_tx_stream_msg(ts, bth->msn);
 	if (mr_seq_before(bth->msn, ts->msn_polled) || m->msn != bth->msn ||
 	    m->state == MR_MSG_FREE || mr_tx_stream_in_error(ts, bth->msn))
@@ -349,8 +349,13 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	ack->ce_count = s->ce_count;
 	ack->pkt_count = s->pkt_count;
 	memcpy(ack->sack, s->bits, sizeof(ack->sack));
-	for (i = 0; i < MR_CONN_STREAMS && ack->n_msg_acks < MR_ACK_MAX_MSG_ACKS; i++) {
-		struct mr_rx_stream *st = &c->rx[i];
+	/*
+	 * [MR-ACK-6] at most MR_ACK_MAX_MSG_ACKS streams an ACK: starting where the last one
+	 * stopped, so that with more touched streams than that none waits for ever.
+	 */
+	for (i = 0; i < c->n_slots && ack->n_msg_acks < MR_ACK_MAX_MSG_ACKS; i++) {
+		u32 slot = (c->rr_msgack + i) % c->n_slots;
+		struct mr_rx_stream *st = c->rx[slot];
 
 		if (!st->in_use || !st->touched)
 			continue;
@@ -358,6 +363,8 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 		ack->msg_acks[ack->n_msg_acks].msn_cum = st->msn_reported;
 		ack->n_msg_acks++;
 		st->touched = false;
+		if (ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS)
+			c->rr_msgack = slot + 1;
 	}
 	s->ce_count = 0;
 	s->pkt_count = 0;
@@ -371,8 +378,8 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 {
 	u32 i;
 
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		struct mr_rx_stream *st = &c->rx[i];
+	for (i = 0; i < c->n_slots; i++) {
+		struct mr_rx_stream *st = c->rx[i];
 
 		if (!st->in_use || !st->nak_pending)
 			continue;

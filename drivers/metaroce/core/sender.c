@@ -21,7 +21,7 @@ static struct mr_pick mr_make_pick(u32 slot, u32 msn, u32 idx, bool retx, bool p
 
 static struct mr_tx_msg *mr_pick_msg(struct mr_conn *c, const struct mr_pick *p)
 {
-	struct mr_tx_stream *st = &c->tx[p->slot];
+	struct mr_tx_stream *st = c->tx[p->slot];
 
 	return p->resp ? &st->resp[p->msn % MR_STREAM_MAX_MSGS] : mr_tx_stream_msg(st, p->msn);
 }
@@ -90,9 +90,9 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 	struct mr_pick first_new = {0}, first_probe = {0};
 	u32 k, msn;
 
-	for (k = 0; k < MR_CONN_STREAMS; k++) {
-		u32 slot = (c->rr_stream + k) % MR_CONN_STREAMS;
-		struct mr_tx_stream *st = &c->tx[slot];
+	for (k = 0; k < c->n_slots; k++) {
+		u32 slot = (c->rr_stream + k) % c->n_slots;
+		struct mr_tx_stream *st = c->tx[slot];
 
 		if (!st->in_use)
 			continue;
@@ -194,7 +194,7 @@ static int mr_pick_path(struct mr_conn *c, u64 now, bool retx)
 static void mr_fill_packet(struct mr_conn *c, u64 now, const struct mr_pick *pick,
 			   struct mr_path_tx *tp, u32 path_id, struct mr_tx_desc *out)
 {
-	struct mr_tx_stream *st = &c->tx[pick->slot];
+	struct mr_tx_stream *st = c->tx[pick->slot];
 	struct mr_tx_msg *m = mr_pick_msg(c, pick);
 	struct mr_bth *bth = &out->pkt.bth;
 	u32 offset = pick->idx * c->cfg.pmtu;
@@ -296,8 +296,8 @@ static bool mr_conn_tx_idle(const struct mr_conn *c)
 
 	if (mr_conn_outstanding(c))
 		return false;
-	for (i = 0; i < MR_CONN_STREAMS; i++) {
-		const struct mr_tx_stream *st = &c->tx[i];
+	for (i = 0; i < c->n_slots; i++) {
+		const struct mr_tx_stream *st = c->tx[i];
 
 		if (!st->in_use)
 			continue;
@@ -514,9 +514,9 @@ static void mr_apply_msgacks(struct mr_conn *c, const struct mr_ackh *ack)
 	u32 i, s;
 
 	for (i = 0; i < ack->n_msg_acks; i++) {
-		for (s = 0; s < MR_CONN_STREAMS; s++) {
-			if (c->tx[s].in_use && c->tx[s].dest == ack->msg_acks[i].stream) {
-				mr_tx_stream_on_msgack(&c->tx[s], ack->msg_acks[i].msn_cum);
+		for (s = 0; s < c->n_slots; s++) {
+			if (c->tx[s]->in_use && c->tx[s]->dest == ack->msg_acks[i].stream) {
+				mr_tx_stream_on_msgack(c->tx[s], ack->msg_acks[i].msn_cum);
 				break;
 			}
 		}
@@ -727,9 +727,9 @@ void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	struct mr_tx_msg *m;
 
 	c->naks_received++;
-	for (s = 0; s < MR_CONN_STREAMS && !st; s++)
-		if (c->tx[s].in_use && c->tx[s].dest == pkt->bth.stream)
-			st = &c->tx[s];
+	for (s = 0; s < c->n_slots && !st; s++)
+		if (c->tx[s]->in_use && c->tx[s]->dest == pkt->bth.stream)
+			st = c->tx[s];
 	if (!st || mr_seq_before(msn, st->msn_polled) || !mr_seq_before(msn, st->next_msn))
 		return;
 	c->last_ack_ns = now;
@@ -760,8 +760,8 @@ void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code)
 
 	if (slot >= MR_CONN_STREAMS)
 		return;
-	r = &c->tx[slot].resp[msn % MR_STREAM_MAX_MSGS];
-	st = &c->rx[slot];
+	r = &c->tx[slot]->resp[msn % MR_STREAM_MAX_MSGS];
+	st = c->rx[slot];
 	if (r->msn != msn || r->state != MR_MSG_OPEN)
 		return;
 	r->state = MR_MSG_DONE;
@@ -803,8 +803,8 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 		t = mr_min_u64(t, c->last_ack_ns + c->cfg.conn_timeout_ns);
 		room &= mr_conn_outstanding(c) < mr_conn_window(c);
 	}
-	for (i = 0; room && i < MR_CONN_STREAMS; i++) {
-		const struct mr_tx_stream *st = &c->tx[i];
+	for (i = 0; room && i < c->n_slots; i++) {
+		const struct mr_tx_stream *st = c->tx[i];
 
 		if (!st->in_use)
 			continue;

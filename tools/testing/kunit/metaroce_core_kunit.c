@@ -161,6 +161,12 @@ static void mr_nak_codes_map_to_status(struct kunit *test)
  * [MR-WIRE-9] [MR-VERBS-12] a Write with immediate carries IMMH in its LAST packet and
  * completes as the next receive WQE, a plain Write completes nothing.
  */
+/* A stream's memory, freed with the test. */
+static struct mr_stream *mr_test_stream(struct kunit *test)
+{
+	return kunit_kzalloc(test, sizeof(struct mr_stream), GFP_KERNEL);
+}
+
 static void mr_close_and_write_imm(struct kunit *test)
 {
 	struct mr_conn *a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
@@ -183,8 +189,8 @@ static void mr_close_and_write_imm(struct kunit *test)
 	cfg.local_conn_id = 2;
 	cfg.peer_conn_id = 1;
 	mr_conn_init(b, &cfg);
-	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(a, 10, 20), 0);
-	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(b, 20, 10), 0);
+	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(a, 10, 20, mr_test_stream(test)), 0);
+	KUNIT_ASSERT_EQ(test, mr_conn_open_stream(b, 20, 10, mr_test_stream(test)), 0);
 
 	KUNIT_ASSERT_EQ(test, mr_conn_post(a, 0, MR_OP_WRITE, 8, 0, 0, 1), 0);
 	KUNIT_ASSERT_EQ(test, mr_conn_post_wr(a, 0, &wr), 0);
@@ -209,13 +215,13 @@ static void mr_close_and_write_imm(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mr_conn_post(a, 0, MR_OP_SEND, 8, 0, 0, 3), 0);
 	KUNIT_ASSERT_TRUE(test, mr_conn_next_packet(a, 0, &d));
 	d.pkt.payload = payload;
-	mr_conn_close_stream(b, 0);
+	KUNIT_EXPECT_NOT_NULL(test, mr_conn_close_stream(b, 0));
 	dropped = b->rx_dropped;
 	KUNIT_EXPECT_EQ(test, (int)mr_conn_receive(b, 0, &d.pkt, false, &pl),
 			(int)MR_RX_RESULT_DROP);
 	KUNIT_EXPECT_EQ(test, b->rx_dropped, dropped + 1);
 	KUNIT_EXPECT_FALSE(test, mr_conn_poll_completion(b, &cm));
-	KUNIT_EXPECT_EQ(test, mr_conn_open_stream(b, 21, 11), 0);
+	KUNIT_EXPECT_EQ(test, mr_conn_open_stream(b, 21, 11, mr_test_stream(test)), 0);
 }
 
 static struct kunit_case mr_core_test_cases[] = {

@@ -18,3 +18,5 @@ extern "C" {
 #include "core/tests/hs_cases.h"
 #include "core/tests/nak_cases.h"
 }
+
+#include "stream_pool.hpp"

@@ -69,6 +69,7 @@ TEST(Sack, AckCoversCumulativeAndBits_MR_ACK_2)
 
 // A sender and receiver pair with one stream, for clause-level scenarios.
 struct Pair {
+	StreamPool pool;	// before the engines: freed after them
 	std::unique_ptr<mr_conn> a = std::make_unique<mr_conn>();
 	std::unique_ptr<mr_conn> b = std::make_unique<mr_conn>();
 
@@ -86,8 +87,8 @@ struct Pair {
 		std::swap(cfg.local_conn_id, cfg.peer_conn_id);
 		std::swap(cfg.tx_initial_psn, cfg.rx_initial_psn);
 		mr_conn_init(b.get(), &cfg);
-		mr_conn_open_stream(a.get(), 10, 20);
-		mr_conn_open_stream(b.get(), 20, 10);
+		pool.open(a.get(), 10, 20);
+		pool.open(b.get(), 20, 10);
 	}
 };
 

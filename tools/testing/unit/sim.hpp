@@ -19,6 +19,8 @@ extern "C" {
 #include "core/handshake.h"
 }
 
+#include "stream_pool.hpp"
+
 namespace mrsim {
 
 struct FabricConfig {
@@ -237,9 +239,9 @@ private:
 	{
 		for (uint32_t s = 0; s < wl_.streams; s++) {
 			if (a_)
-				mr_conn_open_stream(a_.get(), 100 + s, 200 + s);
+				pool_.open(a_.get(), 100 + s, 200 + s);
 			if (b_)
-				mr_conn_open_stream(b_.get(), 200 + s, 100 + s);
+				pool_.open(b_.get(), 200 + s, 100 + s);
 		}
 		if (b_) {
 			b_->ops = &ops_;
@@ -264,7 +266,7 @@ private:
 		mr_hs_conn_cfg(&hb_, &cb);
 		stale_ = std::make_unique<mr_conn>();
 		mr_conn_init(stale_.get(), &cb);
-		mr_conn_open_stream(stale_.get(), 200, 100);
+		pool_.open(stale_.get(), 200, 100);
 		mr_conn_post(stale_.get(), 0, MR_OP_SEND, 1000, 0, 0, 1);
 	}
 
@@ -706,8 +708,8 @@ private:
 	{
 		std::string d;
 		for (uint32_t s = 0; s < wl_.streams; s++) {
-			const mr_tx_stream &ts = a_->tx[s];
-			const mr_rx_stream &rs = b_->rx[s];
+			const mr_tx_stream &ts = *a_->tx[s];
+			const mr_rx_stream &rs = *b_->rx[s];
 			d += "stream " + std::to_string(s) + ": msgs " +
 			     std::to_string(per_stream_[s].size()) + " posted " +
 			     std::to_string(next_post_[s]) + " send_done " +
@@ -772,6 +774,7 @@ private:
 	FabricConfig fc_;
 	Workload wl_;
 	std::mt19937_64 rng_;
+	StreamPool pool_;	// before the engines: freed after them
 	std::unique_ptr<mr_conn> a_, b_, stale_;
 	mr_hs_local la_{}, lb_{};
 	mr_hs ha_{}, hb_{};

@@ -28,6 +28,7 @@ struct Refuser {
 
 // Two engines on one path each way; packets are handed over by hand.
 struct Pair {
+	StreamPool pool;	// before the engines: freed after them
 	std::unique_ptr<mr_conn> a = std::make_unique<mr_conn>();
 	std::unique_ptr<mr_conn> b = std::make_unique<mr_conn>();
 	Refuser refuser;
@@ -49,8 +50,8 @@ struct Pair {
 		std::swap(cfg.local_conn_id, cfg.peer_conn_id);
 		std::swap(cfg.tx_initial_psn, cfg.rx_initial_psn);
 		mr_conn_init(b.get(), &cfg);
-		mr_conn_open_stream(a.get(), 10, 20);
-		mr_conn_open_stream(b.get(), 20, 10);
+		pool.open(a.get(), 10, 20);
+		pool.open(b.get(), 20, 10);
 		b->ops = &ops;
 		b->ops_ctx = &refuser;
 	}
@@ -155,7 +156,7 @@ TEST(Nak, RnrWaitsAndRetriesTheWholeMessage_MR_NAK_4)
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 7), 0);
 	EXPECT_GE(p.Pump(), 1);
 	EXPECT_TRUE(p.Poll(p.a.get()).empty());
-	EXPECT_GT(p.a->tx[0].msg[0].rnr_until_ns, p.now);
+	EXPECT_GT(p.a->tx[0]->msg[0].rnr_until_ns, p.now);
 	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), 50000u) << "max(info, min_rnr_timer)";
 	p.refuser.code = 0;
 	int calls = p.refuser.calls;
@@ -178,7 +179,7 @@ TEST(Nak, RnrWaitEndingInAFullWindowNamesNoPastDeadline_MR_NAK_4)
 	p.refuser.code = MR_NAK_RNR;
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
 	p.Pump();
-	ASSERT_EQ(p.a->tx[0].msg[0].rnr_until_ns, 50000u);
+	ASSERT_EQ(p.a->tx[0]->msg[0].rnr_until_ns, 50000u);
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 8), 0);
 	mr_tx_desc d;
 	u32 lost = 0;
@@ -212,7 +213,7 @@ TEST(Nak, RnrRetryExhaustionFailsTheWqe_MR_NAK_4)
 	auto ca = p.Poll(p.a.get());
 	ASSERT_EQ(ca.size(), 1u);
 	EXPECT_EQ(ca[0].status, MR_WC_RNR_RETRY_EXC_ERR);
-	EXPECT_EQ(p.a->tx[0].msg[0].rnr_count, 2);
+	EXPECT_EQ(p.a->tx[0]->msg[0].rnr_count, 2);
 }
 
 // [MR-NAK-2] [MR-VERBS-4] a Read the responder cannot execute fails with REM_ACCESS_ERR.
@@ -335,8 +336,8 @@ TEST(Close, LatePacketsForAClosedStreamAreDroppedAndTheSlotReused_MR_VERBS_11)
 	// the first packet opens the message at B; then B's QP is destroyed
 	ASSERT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
 	mr_conn_close_stream(p.b.get(), 0);
-	EXPECT_FALSE(p.b->rx[0].in_use);
-	EXPECT_FALSE(p.b->tx[0].in_use);
+	EXPECT_FALSE(p.b->rx[0]->in_use);
+	EXPECT_FALSE(p.b->tx[0]->in_use);
 	u32 dropped = p.b->rx_dropped;
 	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
 	d.pkt.payload = payload.data();
@@ -346,10 +347,10 @@ TEST(Close, LatePacketsForAClosedStreamAreDroppedAndTheSlotReused_MR_VERBS_11)
 	mr_completion x;
 	EXPECT_FALSE(mr_conn_poll_completion(p.b.get(), &x)) << "nothing completes";
 	// the slot is free again, with fresh receive state
-	EXPECT_EQ(mr_conn_open_stream(p.b.get(), 21, 11), 0);
-	EXPECT_EQ(p.b->rx[0].id, 21u);
-	EXPECT_EQ(p.b->rx[0].msn_cum, 0u);
-	EXPECT_EQ(p.b->rx[0].msg[0].state, MR_MSG_FREE);
+	EXPECT_EQ(p.pool.open(p.b.get(), 21, 11), 0);
+	EXPECT_EQ(p.b->rx[0]->id, 21u);
+	EXPECT_EQ(p.b->rx[0]->msn_cum, 0u);
+	EXPECT_EQ(p.b->rx[0]->msg[0].state, MR_MSG_FREE);
 	// a retransmission for the old stream id still finds nothing
 	dropped = p.b->rx_dropped;
 	EXPECT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_DROP);
@@ -372,16 +373,16 @@ TEST(Close, RequesterSlotReuseIgnoresAcksOfTheOldStream_MR_VERBS_11)
 	mr_conn_close_stream(p.a.get(), 0);
 	mr_completion x;
 	EXPECT_FALSE(mr_conn_poll_completion(p.a.get(), &x)) << "no completion after close";
-	ASSERT_EQ(mr_conn_open_stream(p.a.get(), 12, 20), 0);
+	ASSERT_EQ(p.pool.open(p.a.get(), 12, 20), 0);
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
-	EXPECT_EQ(p.a->tx[0].next_msn, 1u);
+	EXPECT_EQ(p.a->tx[0]->next_msn, 1u);
 	// the old packet arrives and is acknowledged; the new msn 0 is not yet sent
 	ASSERT_EQ(mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
 	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 0, &ack));
 	mr_conn_receive(p.a.get(), 0, &ack, false, &pl);
 	EXPECT_EQ(p.a->tx_path[0].outstanding, 0u);
-	EXPECT_EQ(p.a->tx[0].msg[0].acked_count, 0u) << "old ack taken by the new stream";
-	EXPECT_EQ(p.a->tx[0].msg[0].next_new, 0u);
+	EXPECT_EQ(p.a->tx[0]->msg[0].acked_count, 0u) << "old ack taken by the new stream";
+	EXPECT_EQ(p.a->tx[0]->msg[0].next_new, 0u);
 	// no tail-loss probe or timer ever resends for the closed stream
 	mr_conn_close_stream(p.a.get(), 0);
 	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 1000000000ULL, &d));
@@ -394,11 +395,11 @@ TEST(Close, AllSlotsOpenCloseReopen_MR_VERBS_11)
 {
 	Pair p;
 	for (u32 i = 1; i < MR_CONN_STREAMS; i++)
-		EXPECT_EQ(mr_conn_open_stream(p.a.get(), 100 + i, 200 + i), (int)i);
-	EXPECT_EQ(mr_conn_open_stream(p.a.get(), 99, 99), -1);
+		EXPECT_EQ(p.pool.open(p.a.get(), 100 + i, 200 + i), (int)i);
+	EXPECT_EQ(p.pool.open(p.a.get(), 99, 99), -1);
 	mr_conn_close_stream(p.a.get(), 5);
 	mr_conn_close_stream(p.a.get(), MR_CONN_STREAMS);	// out of range: ignored
-	EXPECT_EQ(mr_conn_open_stream(p.a.get(), 99, 99), 5);
+	EXPECT_EQ(p.pool.open(p.a.get(), 99, 99), 5);
 	EXPECT_EQ(mr_conn_post(p.a.get(), 5, MR_OP_SEND, 1, 0, 0, 0), 0);
 }
 
@@ -419,7 +420,7 @@ TEST(Imm, PostRejectsFlagsTheWireCannotCarry_MR_WIRE_4)
 	wr.opcode = MR_OP_SEND;
 	wr.flags = MR_WR_INV | MR_WR_SOLICITED;
 	EXPECT_EQ(mr_conn_post_wr(p.a.get(), 0, &wr), 0);
-	EXPECT_EQ(p.a->tx[0].next_msn, 1u);
+	EXPECT_EQ(p.a->tx[0]->next_msn, 1u);
 }
 
 // [MR-WIRE-9] [MR-VERBS-2] [MR-VERBS-12] SEND_WITH_IMM, RDMA_WRITE_WITH_IMM and
@@ -517,7 +518,7 @@ TEST(Imm, ImmediateAndInvalidateTravelInLastPacketAndComplete_MR_VERBS_12)
 		EXPECT_EQ(ca[i].status, MR_WC_SUCCESS);
 	// the next Send takes the next receive WQE after the Write with immediate
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 1, 0, 0, 9), 0);
-	EXPECT_EQ(p.a->tx[0].msg[7].rsn, 5u);
+	EXPECT_EQ(p.a->tx[0]->msg[7].rsn, 5u);
 }
 
 } // namespace
