@@ -444,11 +444,10 @@ static int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 	if (mask & (IB_QP_RNR_RETRY | IB_QP_MIN_RNR_TIMER))
 		metaroce_qp_set_rnr(qp);
 	qp->state = next;
-	if (next == IB_QPS_ERR) {
+	if (next == IB_QPS_ERR)
 		metaroce_qp_flush(qp);
-	} else if (next == IB_QPS_RESET) {
+	else if (next == IB_QPS_RESET)
 		metaroce_qp_reset(qp);
-	}
 out:
 	mutex_unlock(&qp->state_lock);
 	return err;
