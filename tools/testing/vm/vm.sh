@@ -257,10 +257,12 @@ for log in "${logs[@]}"; do
 		continue
 	fi
 	# The kernel command line names the debug options (hung_task_panic=1): not a report.
-	if grep -av 'ommand line: ' "$log" | grep -aEq "$bad"; then
+	# No reader may stop early here (grep -q, -m, head): under pipefail the writer's
+	# SIGPIPE would fail the pipeline and hide the report.
+	problems=$(sed '/ommand line: /d' "$log" | grep -aE "$bad" || true)
+	if [ -n "$problems" ]; then
 		echo "[$who] FAIL: kernel log shows a problem; log: $log"
-		grep -av 'ommand line: ' "$log" | grep -aE -m 5 "$bad" | tr -d '\r' |
-			sed "s/^/[$who] | /"
+		printf '%s\n' "$problems" | sed -n 1,5p | tr -d '\r' | sed "s/^/[$who] | /"
 		fail=1 why+=" dmesg"
 	fi
 	if [ "$rc" != 0 ]; then
