@@ -536,11 +536,11 @@ static void metaroce_complete(struct metaroce_conn *c, const struct mr_completio
 		break;
 	case MR_COMPL_STREAM_ERROR:
 		/*
-		 * Refused for its receive buffer (MR_NAK_REMOTE_OP_ERROR): that
-		 * WQE, the next one, fails with a protection error; the rest
-		 * are flushed.
+		 * Refused for its receive buffer (MR_NAK_REMOTE_OP_ERROR, from
+		 * check_place): that WQE, the next one, fails with a protection
+		 * error; the rest are flushed.
 		 */
-		if (cm->status == MR_WC_REM_OP_ERR) {
+		if (cm->nak_code == MR_NAK_REMOTE_OP_ERROR) {
 			spin_lock(&qp->rq.lock);
 			if (qp->rq.head != qp->rq.tail) {
 				rwqe = metaroce_rq_wqe(&qp->rq, qp->rq.head++);

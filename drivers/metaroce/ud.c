@@ -356,11 +356,13 @@ void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct
 	wc.wr_id = rwqe->wr_id;
 	wc.status = IB_WC_SUCCESS;
 	room = metaroce_sge_len(rwqe->sge, rwqe->num_sge);
+	/*
+	 * One walk per datagram: bytes before an SGE the copy refuses went only
+	 * into MRs that allow local writes, and the WQE fails ([MR-SEC-7]).
+	 */
 	if (room < sizeof(grh) + pkt->bth.payload_len) {
 		wc.status = IB_WC_LOC_LEN_ERR;
-	} else if (!metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, NULL,
-				      sizeof(grh) + pkt->bth.payload_len, true) ||
-		   !metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, grh, sizeof(grh),
+	} else if (!metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, grh, sizeof(grh),
 				      true) ||
 		   !metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, sizeof(grh),
 				      (void *)pkt->payload, pkt->bth.payload_len, true)) {

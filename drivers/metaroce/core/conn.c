@@ -284,6 +284,7 @@ static bool mr_poll_rx(struct mr_conn *c, u32 i, struct mr_completion *out)
 		out->stream_slot = (u8)i;
 		out->msn = rs->err_msn;
 		out->status = mr_nak_status(rs->nak_code);
+		out->nak_code = rs->nak_code;
 		rs->err_reported = true;
 		return true;
 	}

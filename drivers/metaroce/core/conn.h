@@ -192,6 +192,7 @@ struct mr_completion {
 	u8 opcode;
 	u8 stream_slot;
 	u8 status;		/* enum mr_wc_status */
+	u8 nak_code;		/* MR_COMPL_STREAM_ERROR: the NAK that put the stream in error */
 	u16 flags;		/* MR_COMPL_F_* */
 	u32 msn;
 	u32 rsn;

@@ -134,6 +134,7 @@ TEST(Nak, BadRkeyFailsTheWqeAndFlushesTheRest_MR_NAK_2)
 	auto cb = p.Poll(p.b.get());
 	ASSERT_EQ(cb.size(), 1u) << "[MR-VERBS-12] a plain Write completes nothing at B";
 	EXPECT_EQ(cb[0].kind, MR_COMPL_STREAM_ERROR);
+	EXPECT_EQ(cb[0].nak_code, MR_NAK_BAD_RKEY) << "the glue tells refusals apart by it";
 	EXPECT_EQ(p.b->rx_path[0].cum_psn, p.a->tx_path[0].next_psn) << "NAKed PSNs are acked";
 	// [MR-VERBS-8] a WQE posted after the error is flushed without being sent
 	u32 sent = p.a->tx_path[0].sent;
@@ -563,6 +564,7 @@ TEST(Security, SendNamingACompletedReceiveIsNakedAndPlacesNothing_MR_SEC_2)
 		auto cb = p.Poll(p.b.get());
 		ASSERT_EQ(cb.size(), 1u);
 		EXPECT_EQ(cb[0].kind, MR_COMPL_STREAM_ERROR) << "no receive completes";
+		EXPECT_EQ(cb[0].nak_code, MR_NAK_INVALID_REQUEST);
 	}
 }
 
