@@ -142,6 +142,29 @@ topo_veth_pair() {
 	ip -n h2 link set v2 up
 }
 
+# uverbs_veth_devices PROGRAM: what the user-Verbs test programs run on: PROGRAM.c
+# (with uverbs_util.c) built into /tmp/PROGRAM, MetaRoCE devices mr0 on h1/v1 and
+# mr1 on h2/v2 of topo_veth_pair with their ports ACTIVE.  Sets bin, and g0 and g1,
+# the GID indices of their IPv4 addresses.  Needs use_provider first (it sets top).
+uverbs_veth_devices() {
+	local here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	bin=/tmp/$1
+	check "build the test program" gcc -O2 -Wall -Wextra -Werror -I"$top/include/uapi" \
+		-o "$bin" "$here/$1.c" "$here/uverbs_util.c" -libverbs
+	topo_veth_pair
+	check "modprobe metaroce" modprobe metaroce
+	check "modprobe ib_uverbs" modprobe ib_uverbs
+	check "mr0 on h1/v1" ip netns exec h1 rdma link add mr0 type metaroce netdev v1
+	check "mr1 on h2/v2" ip netns exec h2 rdma link add mr1 type metaroce netdev v2
+	check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
+	check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
+	check "mr0 has its IPv4 GID" wait_for 10 addr_gid_index mr0 198.18.1.1
+	check "mr1 has its IPv4 GID" wait_for 10 addr_gid_index mr1 198.18.1.2
+	g0=$(addr_gid_index mr0 198.18.1.1)
+	g1=$(addr_gid_index mr1 198.18.1.2)
+}
+
 # Hosts h1 (198.18.1.1) and h2 (198.18.2.1) behind routers r1 and r2 joined by
 # K parallel links, with a layer-4 multipath hash so the UDP source port picks
 # the link.  Each fabric link gets "netem LOSS" (e.g. "loss 1%") if given, and

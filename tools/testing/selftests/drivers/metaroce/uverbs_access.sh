@@ -10,24 +10,8 @@
 # change, and writable MRs still receive (uverbs_access.c).  Issue 13 defect 1.
 . "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
 use_provider
-
-bin=/tmp/uverbs_access
-check "build the test program" gcc -O2 -Wall -Wextra -Werror -I"$top/include/uapi" \
-	-o "$bin" "$here/uverbs_access.c" "$here/uverbs_util.c" -libverbs
-
-topo_veth_pair
-check "modprobe metaroce" modprobe metaroce
-check "modprobe ib_uverbs" modprobe ib_uverbs
-check "mr0 on h1/v1" ip netns exec h1 rdma link add mr0 type metaroce netdev v1
-check "mr1 on h2/v2" ip netns exec h2 rdma link add mr1 type metaroce netdev v2
-check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
-check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
-check "mr0 has its IPv4 GID" wait_for 10 addr_gid_index mr0 198.18.1.1
-check "mr1 has its IPv4 GID" wait_for 10 addr_gid_index mr1 198.18.1.2
-g0=$(addr_gid_index mr0 198.18.1.1)
-g1=$(addr_gid_index mr1 198.18.1.2)
+uverbs_veth_devices uverbs_access
 
 # A file nobody may write, with a pattern, as a setuid binary's pages would be.
 ro=/tmp/uverbs_access.ro

@@ -13,32 +13,8 @@
 # byte.  The two devices sit in two namespaces joined by a veth pair.
 . "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
 use_provider
-
-bin=/tmp/uverbs_hostile
-check "build the test program" gcc -O2 -Wall -Wextra -Werror -I"$top/include/uapi" \
-	-o "$bin" "$here/uverbs_hostile.c" "$here/uverbs_util.c" -libverbs
-
-topo_veth_pair
-check "modprobe metaroce" modprobe metaroce
-check "modprobe ib_uverbs" modprobe ib_uverbs
-check "mr0 on h1/v1" ip netns exec h1 rdma link add mr0 type metaroce netdev v1
-check "mr1 on h2/v2" ip netns exec h2 rdma link add mr1 type metaroce netdev v2
-check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
-check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
-
-gid_index() { # DEV GID
-	local f
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] && { basename "$f"; return 0; }
-	done
-	return 1
-}
-check "mr0 has its IPv4 GID" wait_for 10 gid_index mr0 0000:0000:0000:0000:0000:ffff:c612:0101
-check "mr1 has its IPv4 GID" wait_for 10 gid_index mr1 0000:0000:0000:0000:0000:ffff:c612:0102
-g0=$(gid_index mr0 0000:0000:0000:0000:0000:ffff:c612:0101)
-g1=$(gid_index mr1 0000:0000:0000:0000:0000:ffff:c612:0102)
+uverbs_veth_devices uverbs_hostile
 
 before=$(hw_counter mr0 user_wqe_errors)
 ah_before=$(hw_counter mr0 user_ah_errors)
