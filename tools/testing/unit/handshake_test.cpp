@@ -32,6 +32,18 @@ mr_pkt Next(mr_hs &hs, u64 now = 0)
 	return Wire(p);
 }
 
+// a (incarnation 0x1111, conn_id 7) asks, b (0x2222, conn_id 9) answers: both established,
+// b's CONNECT_RESP sent.  Returns a's CONNECT_REQ.
+mr_pkt Establish(mr_hs &a, mr_hs &b)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs_connect(&a, &la, 0, 7, 1);
+	mr_pkt req = Next(a);
+	mr_hs_accept(&b, &lb, &req, 9, 2);
+	Next(b);
+	return req;
+}
+
 // [MR-CONN-4] [MR-CONN-6] the shared agreement cases.
 TEST(Handshake, SharedCasesAgreeOnVersionPathsAndPmtu_MR_CONN_4)
 {
@@ -255,18 +267,13 @@ TEST(Handshake, CloseIsAcknowledgedAndRetried_MR_CONN_9)
 	EXPECT_EQ(a.state, MR_HS_CLOSED);
 }
 
-} // namespace
-
 // [MR-CONN-7] a restart claim for a live connection is challenged, refused while the old
 // peer answers, and believed only after MR_RESTART_CHALLENGE_NS of silence since.
 TEST(Handshake, RestartIsBelievedOnlyAfterAChallengeGoesUnanswered_MR_CONN_7)
 {
-	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
+	mr_hs_local lb = Local(0x2222);
 	mr_hs a, b;
-	mr_hs_connect(&a, &la, 0, 7, 1);
-	mr_pkt req = Next(a);
-	mr_hs_accept(&b, &lb, &req, 9, 2);
-	Next(b);
+	mr_pkt req = Establish(a, b);
 	const u64 t0 = 5 * MR_RESTART_CHALLENGE_NS;
 
 	// a spoofed claim while the old peer is alive: challenged, then refused
@@ -296,12 +303,8 @@ TEST(Handshake, RestartIsBelievedOnlyAfterAChallengeGoesUnanswered_MR_CONN_7)
 // [MR-SEC-5] a flood of duplicate requests gets one CONNECT_RESP per MR_CONNECT_RESP_GAP_NS.
 TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
 {
-	mr_hs_local la = Local(0x1111), lb = Local(0x2222);
 	mr_hs a, b;
-	mr_hs_connect(&a, &la, 0, 7, 1);
-	mr_pkt req = Next(a);
-	mr_hs_accept(&b, &lb, &req, 9, 2);
-	Next(b);
+	Establish(a, b);
 	mr_pkt out;
 	int answers = 0;
 	for (u64 t = 1; t <= 10 * MR_CONNECT_RESP_GAP_NS; t += MR_CONNECT_RESP_GAP_NS / 100) {
@@ -311,3 +314,5 @@ TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
 	EXPECT_GE(answers, 9);
 	EXPECT_LE(answers, 11);
 }
+
+} // namespace
