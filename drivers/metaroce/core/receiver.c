@@ -369,8 +369,12 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	s->ce_count = 0;
 	s->pkt_count = 0;
 	s->unacked = 0;
-	s->ack_now = false;
 	s->ack_deadline_ns = 0;
+	/* [MR-ACK-6] streams still touched go in the next ACK, at once */
+	s->ack_now = false;
+	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < c->n_slots; i++)
+		if (c->rx[i]->in_use && c->rx[i]->touched)
+			s->ack_now = true;
 }
 
 /* [MR-NAK-3] a NAK names the stream and msn of the failed message. */

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "core.hpp"
@@ -693,4 +694,45 @@ TEST(Conn, ChallengeProbeIsAnsweredByAnAck_MR_CONN_7)
 	ASSERT_TRUE(mr_conn_next_packet(p.b.get(), later, &d));
 	mr_conn_on_timer(p.b.get(), later + 1000000);
 	EXPECT_FALSE(p.b->failed) << "the challenge of an idle connection failed it";
+}
+
+// [MR-ACK-6] more streams touched than one ACK carries MSGACKs for: the rest go in the
+// following ACKs, so that every stream's completion reaches its requester.
+TEST(Ack, MoreThanSixteenTouchedStreamsAllGetTheirMsgAck_MR_ACK_6)
+{
+	Pair p;
+	std::vector<u8> payload(4096);
+	mr_place pl;
+	const u32 n = 20;
+
+	for (u32 s = 1; s < n; s++) {
+		ASSERT_EQ(p.pool.open(p.a.get(), 10 + s, 20 + s), (int)s);
+		ASSERT_EQ(p.pool.open(p.b.get(), 20 + s, 10 + s), (int)s);
+	}
+	for (u32 s = 0; s < n; s++)
+		ASSERT_EQ(mr_conn_post(p.a.get(), s, MR_OP_WRITE, 100, 0x1000, 1, s), 0);
+	// The initial window sends 16: their ACKs (without B's completions yet) open it for
+	// the other 4.
+	mr_tx_desc d;
+	mr_pkt ack;
+	for (int round = 0; round < 2; round++) {
+		while (mr_conn_next_packet(p.a.get(), 0, &d)) {
+			d.pkt.payload = payload.data();
+			mr_conn_receive(p.b.get(), 0, &d.pkt, false, &pl);
+		}
+		while (round == 0 && mr_conn_next_ack(p.b.get(), 0, &ack))
+			mr_conn_receive(p.a.get(), 0, &ack, false, &pl);
+	}
+	// B completes all 20 messages: every stream's msn_cum moved and wants a MSGACK.
+	mr_completion x;
+	while (mr_conn_poll_completion(p.b.get(), &x))
+		;
+	ASSERT_EQ(p.b->rx[n - 1]->msn_reported, 1u) << "the last stream's message arrived";
+	std::set<u32> acked;
+	for (int i = 0; i < 4 && mr_conn_next_ack(p.b.get(), 0, &ack); i++) {
+		EXPECT_LE(ack.ack.n_msg_acks, MR_ACK_MAX_MSG_ACKS);
+		for (u32 k = 0; k < ack.ack.n_msg_acks; k++)
+			acked.insert(ack.ack.msg_acks[k].stream);
+	}
+	EXPECT_EQ(acked.size(), n) << "streams left without a MSGACK";
 }
