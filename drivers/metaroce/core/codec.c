@@ -73,16 +73,19 @@ bool mr_opcode_has_payload(u8 opcode)
 u16 mr_opcode_allowed_flags(u8 opcode)
 {
 	const u16 seq = MR_F_ACK_REQ | MR_F_LAST | MR_F_RETX;
+	/* [MR-REL-11] the requester's messages are the ones it probes */
+	const u16 req = seq | MR_F_MSG_PROBE;
 
 	switch (opcode) {
 	case MR_OP_SEND:
-		return seq | MR_F_SOLICITED | MR_F_IMM | MR_F_INV;
+		return req | MR_F_SOLICITED | MR_F_IMM | MR_F_INV;
 	case MR_OP_WRITE:
-		return seq | MR_F_SOLICITED | MR_F_IMM;
+		return req | MR_F_SOLICITED | MR_F_IMM;
 	case MR_OP_READ_REQ:
-	case MR_OP_READ_RESP:
 	case MR_OP_ATOMIC_CAS:
 	case MR_OP_ATOMIC_FADD:
+		return req;
+	case MR_OP_READ_RESP:
 	case MR_OP_ATOMIC_RESP:
 		return seq;
 	case MR_OP_UD_SEND:
@@ -167,7 +170,8 @@ static bool mr_flags_valid(u8 opcode, u16 flags)
 		return false;
 	if ((flags & MR_F_IMM) && (flags & MR_F_INV))
 		return false;
-	if ((flags & (MR_F_IMM | MR_F_INV)) && !(flags & MR_F_LAST))
+	/* IMMH and IETH travel in the LAST packet; a message probe is a LAST packet again */
+	if ((flags & (MR_F_IMM | MR_F_INV | MR_F_MSG_PROBE)) && !(flags & MR_F_LAST))
 		return false;
 	return true;
 }

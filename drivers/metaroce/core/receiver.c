@@ -277,6 +277,23 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 		return MR_RX_RESULT_NONE;
 	}
 
+	if ((bth->flags & MR_F_MSG_PROBE) && !mr_rx_stream_msg_complete(st, bth->msn)) {
+		/*
+		 * [MR-REL-11] [MR-NAK-4] the sender holds every packet of the message
+		 * acknowledged, we do not have them all: some were refused (RNR) and the
+		 * NAK was lost or gave way to a later message's (one per stream). Place
+		 * nothing and ask for the whole message again, or it never completes.
+		 */
+		mr_sack_rx_record(s, bth->psn);
+		mr_rx_count(s, pkt, ce);
+		mr_rx_schedule_ack(c, s, now, true);
+		st->touched = true;
+		st->nak_code = MR_NAK_RNR;
+		st->nak_msn = bth->msn;
+		st->nak_info = 0;
+		st->nak_pending = true;
+		return MR_RX_RESULT_NONE;
+	}
 	if (sv == MR_SACK_DUPLICATE || mv == MR_RX_DUP || mv == MR_RX_BAD_RSN) {
 		/* [MR-ACK-3] [MR-REL-7] [MR-REL-10] acknowledge at once, place nothing */
 		mr_sack_rx_record(s, bth->psn);
@@ -286,8 +303,12 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 		mr_rx_schedule_ack(c, s, now, true);
 		if (mv == MR_RX_DUP)
 			mr_rx_replay(c, slot, pkt);
-		if (st->nak_code == MR_NAK_RNR && st->nak_msn == bth->msn)
-			st->nak_pending = true;		/* [MR-REL-11] the pending NAK */
+		/*
+		 * No RNR NAK again for a duplicate: it is what a resent message
+		 * brings first, and a NAK would restart it before the packets we
+		 * refused come; a lost RNR NAK comes back through the message
+		 * probe ([MR-REL-11]).
+		 */
 		return MR_RX_RESULT_NONE;
 	}
 	mr_rx_fill_place(pkt, slot, place);

@@ -222,6 +222,9 @@ static void mr_fill_packet(struct mr_conn *c, u64 now, const struct mr_pick *pic
 	}
 	if (pick->retx)
 		bth->flags |= MR_F_RETX;
+	/* [MR-REL-11] every packet was acknowledged: the receiver must say whether it has them */
+	if (pick->probe)
+		bth->flags |= MR_F_MSG_PROBE;
 	if (pick->probe || tp->state != MR_PATH_ACTIVE || mr_path_free_window(tp) <= 1)
 		bth->flags |= MR_F_ACK_REQ;
 	switch (m->opcode) {

@@ -249,6 +249,15 @@ void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 
 		m->state = MR_MSG_DONE;
 }
 
+bool mr_rx_stream_msg_complete(const struct mr_rx_stream *st, u32 msn)
+{
+	const struct mr_rx_msg *m = &st->msg[msn % MR_STREAM_MAX_MSGS];
+
+	if (mr_seq_before(msn, st->msn_cum))
+		return true;
+	return m->state == MR_MSG_DONE && m->msn == msn;
+}
+
 struct mr_rx_msg *mr_rx_stream_head_done(struct mr_rx_stream *st)
 {
 	struct mr_rx_msg *m = &st->msg[st->msn_cum % MR_STREAM_MAX_MSGS];

@@ -145,6 +145,8 @@ enum mr_rx_verdict mr_rx_stream_classify(const struct mr_rx_stream *st, const st
 					 u32 pmtu);
 /* Account a packet classified MR_RX_NEW; the caller then advances msn_cum. */
 void mr_rx_stream_accept(struct mr_rx_stream *st, const struct mr_pkt *pkt, u32 pmtu);
+/* Every packet of the message at msn has arrived (it may still wait for earlier ones). */
+bool mr_rx_stream_msg_complete(const struct mr_rx_stream *st, u32 msn);
 /* The message at msn_cum if it is complete and may pass, else NULL. [MR-VERBS-2] */
 struct mr_rx_msg *mr_rx_stream_head_done(struct mr_rx_stream *st);
 /* [MR-NAK-2] enter the error state at msn and NAK with code. */

@@ -202,15 +202,16 @@ bool is_data(uint8_t op) {
 uint16_t allowed_flags(uint8_t op) {
   switch (op) {
     case kSend:
-      return kAckReq | kLast | kRetx | kSolicited | kImm | kInv;
+      return kAckReq | kLast | kRetx | kSolicited | kImm | kInv | kMsgProbe;
     case kWrite:
+      return kAckReq | kLast | kRetx | kSolicited | kImm | kMsgProbe;
     case kUdSend:
       return kAckReq | kLast | kRetx | kSolicited | kImm;
-    case kReadResp:
-      return kAckReq | kLast | kRetx;
     case kReadReq:
     case kAtomicCas:
     case kAtomicFadd:
+      return kAckReq | kLast | kRetx | kMsgProbe;
+    case kReadResp:
     case kAtomicResp:
       return kAckReq | kLast | kRetx;
     case kProbe:
@@ -297,6 +298,7 @@ std::optional<Packet> parse(const uint8_t *p, size_t len, std::string *why) {
   if (f & ~allowed_flags(b.opcode)) return fail(why, "flag not allowed"), std::nullopt;
   if ((f & kImm) && (f & kInv)) return fail(why, "IMM with INV"), std::nullopt;
   if ((f & (kImm | kInv)) && !(f & kLast)) return fail(why, "IMM/INV without LAST"), std::nullopt;
+  if ((f & kMsgProbe) && !(f & kLast)) return fail(why, "MSG_PROBE without LAST"), std::nullopt;
   if (b.path_id >= kMaxPaths) return fail(why, "path_id"), std::nullopt;
   if (b.stream >> 24) return fail(why, "stream top bits"), std::nullopt;
   if (!is_sequenced(b.opcode) && b.psn) return fail(why, "psn on unsequenced"), std::nullopt;

@@ -48,6 +48,7 @@ enum Flag : uint16_t {
   kSolicited = 1 << 3,
   kImm = 1 << 4,
   kInv = 1 << 5,
+  kMsgProbe = 1 << 6,  // [MR-REL-11] a message probe
 };
 
 enum NakCode : uint8_t {

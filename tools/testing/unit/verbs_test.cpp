@@ -218,6 +218,127 @@ TEST(Nak, RnrRetryExhaustionFailsTheWqe_MR_NAK_4)
 	EXPECT_EQ(p.a->tx[0]->msg[0].rnr_count, 2);
 }
 
+// [MR-REL-11] [MR-NAK-3] [MR-NAK-4] two Sends refused for want of a receive: one NAK
+// names only the later (the stream has one pending NAK), so the earlier one's packets are
+// acknowledged, placed nowhere and never NAKed. Its message probe must bring the RNR NAK
+// back once a receive is posted: placing the probe's packet alone would leave a message
+// the receiver waits for and the sender thinks delivered (64 QPs of pair_many_qps hung so).
+TEST(Nak, MessageProbeOfARefusedSendIsAnsweredWithItsRnrNak_MR_REL_11)
+{
+	Pair p;
+	mr_conn_set_rnr(p.a.get(), 0, 7, 50);
+	p.refuser.code = MR_NAK_RNR;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 1), 0);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 3 * 4096, 0, 0, 2), 0);
+	EXPECT_EQ(p.Pump(), 1) << "one NAK for the two refusals";
+	p.refuser.code = 0;	// the receives are posted now
+	std::vector<mr_completion> ca, cb;
+	for (int step = 0; step < 400 && ca.size() < 2; step++) {
+		p.now += 50000;
+		mr_conn_on_timer(p.a.get(), p.now);
+		mr_conn_on_timer(p.b.get(), p.now);
+		p.Pump();
+		for (auto &x : p.Poll(p.a.get()))
+			ca.push_back(x);
+		for (auto &x : p.Poll(p.b.get()))
+			cb.push_back(x);
+	}
+	ASSERT_EQ(ca.size(), 2u) << "a Send stayed incomplete for 20 ms";
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+	EXPECT_EQ(ca[1].status, MR_WC_SUCCESS);
+	ASSERT_EQ(cb.size(), 2u);
+	for (auto &x : cb) {
+		EXPECT_EQ(x.kind, MR_COMPL_RECV);
+		EXPECT_EQ(x.len, 3u * 4096);
+	}
+	EXPECT_EQ(cb[0].rsn + 1, cb[1].rsn);
+}
+
+// [MR-NAK-4] a Send refused from its 33rd packet on (the receive came late): the resent
+// message's first packets are duplicates, and must not bring the RNR NAK back, or every
+// round is cut short by a restart before it reaches the missing packets (a window is 16
+// packets) and the Send never completes: 16,000 NAKs were seen for one Send so.
+TEST(Nak, DuplicatesOfARefusedSendDoNotRestartItAgain_MR_NAK_4)
+{
+	struct PartRefuser {
+		bool refusing = true;
+		static u8 Check(void *ctx, const mr_place *pl, u32 *info)
+		{
+			*info = 0;
+			return static_cast<PartRefuser *>(ctx)->refusing && pl->offset >= 32 * 4096 ?
+				       MR_NAK_RNR : 0;
+		}
+	} refuser;
+	Pair p;
+	mr_conn_ops ops{ &PartRefuser::Check, &Refuser::Exec };
+	p.b->ops = &ops;
+	p.b->ops_ctx = &refuser;
+	mr_conn_set_rnr(p.a.get(), 0, 7, 50);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 64 * 4096, 0, 0, 1), 0);
+	std::vector<mr_completion> ca;
+	u32 naks = 0;
+	for (int step = 0; step < 2000 && ca.empty(); step++) {
+		naks += p.Pump();
+		if (naks)
+			refuser.refusing = false;	// the receive is posted after the first NAK
+		p.now += 20000;
+		mr_conn_on_timer(p.a.get(), p.now);
+		mr_conn_on_timer(p.b.get(), p.now);
+		ca = p.Poll(p.a.get());
+	}
+	ASSERT_EQ(ca.size(), 1u) << "the Send did not complete in 40 ms; NAKs: " << naks;
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+	EXPECT_LE(int(p.a->tx[0]->msg[0].rnr_count), 2) << "restarted by its own duplicates";
+}
+
+// [MR-REL-11] a message probe is flagged as one: the receiver can tell it from a resent
+// last packet, and answers a probe of a message it has not completed with an RNR NAK.
+TEST(Nak, MessageProbeCarriesTheProbeFlag_MR_REL_11)
+{
+	Pair p;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 2 * 4096, 0, 0, 1), 0);
+	mr_tx_desc d;
+	std::vector<mr_tx_desc> sent;
+	while (mr_conn_next_packet(p.a.get(), p.now, &d))
+		sent.push_back(d);
+	ASSERT_EQ(sent.size(), 2u);
+	for (auto &s : sent)
+		EXPECT_FALSE(s.pkt.bth.flags & MR_F_MSG_PROBE);
+	// B takes the first packet only, and its ACK reports both PSNs: as if the second
+	// had been refused.  No MSGACK can cover the message.
+	std::vector<u8> payload(1 << 16);
+	mr_place pl;
+	sent[0].pkt.payload = payload.data();
+	mr_conn_receive(p.b.get(), p.now, &sent[0].pkt, false, &pl);
+	mr_pkt ack;
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), p.now, &ack));
+	ack.ack.cum_psn = sent[1].pkt.bth.psn + 1;
+	mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+	ASSERT_EQ(p.a->tx[0]->msg[0].acked_count, 2u);
+	bool probed = false;
+	for (int step = 0; step < 100 && !probed; step++) {
+		p.now += 100000;
+		mr_conn_on_timer(p.a.get(), p.now);
+		while (mr_conn_next_packet(p.a.get(), p.now, &d)) {
+			EXPECT_TRUE(d.pkt.bth.flags & MR_F_MSG_PROBE);
+			EXPECT_TRUE(d.pkt.bth.flags & MR_F_LAST);
+			probed = true;
+			d.pkt.payload = payload.data();
+			EXPECT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl),
+				  MR_RX_RESULT_NONE) << "a probe of an incomplete message places nothing";
+		}
+	}
+	ASSERT_TRUE(probed);
+	bool nak = false;
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+		if (ack.bth.opcode == MR_OP_NAK) {
+			nak = true;
+			EXPECT_EQ(ack.nak.code, MR_NAK_RNR);
+			EXPECT_EQ(ack.bth.msn, 0u);
+		}
+	EXPECT_TRUE(nak);
+}
+
 // [MR-NAK-2] [MR-VERBS-4] a Read the responder cannot execute fails with REM_ACCESS_ERR.
 TEST(Nak, ReadRefusedByTheResponderFails_MR_NAK_2)
 {

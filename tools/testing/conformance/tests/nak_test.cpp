@@ -103,5 +103,39 @@ TEST_F(NakTest, MR_NAK_4_RnrThenResend) {
   EXPECT_EQ(hex(P.dut_bytes("l", s.qp, 0, 300)), hex(data));
 }
 
+// [MR-REL-11] a message probe of a Send the DUT does not have whole (its first packet was
+// refused, as if by an RNR whose NAK was lost) places nothing and brings an RNR NAK, so
+// that the requester resends it all; a probe of a complete message is a duplicate.
+TEST_F(NakTest, MR_REL_11_ProbeOfAnIncompleteSendIsAnsweredWithRnr) {
+  CLAUSES("MR-REL-11 MR-NAK-3 MR-NAK-4 MR-NAK-1");
+  Peer::Stream s = P.open_stream();
+  const uint32_t len = P.pmtu + 100;
+  Bytes data = pattern(len, 11);
+  P.dut.cmd("recv " + std::to_string(s.qp) + " 0 " + std::to_string(len));
+  Packet first = P.send_pkt(s, 0, 0, len, 0, Bytes(data.begin(), data.begin() + P.pmtu));
+  Packet last = P.send_pkt(s, 0, 0, len, P.pmtu, Bytes(data.begin() + P.pmtu, data.end()));
+  Packet probe = last;
+  probe.bth.flags |= kMsgProbe | kRetx | kAckReq;
+  P.send_seq(probe, 1);
+  auto n = P.wait_nak(s.dut_qpn, 500);
+  ASSERT_TRUE(n) << "no NAK for the probe of an incomplete message";
+  EXPECT_EQ(n->pkt.nak.code, kNakRnr);
+  EXPECT_EQ(n->pkt.bth.msn, 0u);
+  auto a = P.wait_ack(1, 300);
+  ASSERT_TRUE(a) << "the probe's PSN was not acknowledged";
+  EXPECT_EQ(a->pkt.ack.cum_psn, P.model[1].cum);
+  EXPECT_EQ(poll_dut(s, 100), "none\n") << "completed from the probe";
+  // The whole message again, as [MR-NAK-4] has it: placed and completed.
+  P.send_seq(first, 2);
+  P.send_seq(last, 3);
+  std::string wc = poll_dut(s, 1000);
+  EXPECT_NE(wc.find("status=0 opcode=128 len=" + std::to_string(len)), std::string::npos) << wc;
+  EXPECT_EQ(hex(P.dut_bytes("l", s.qp, 0, len)), hex(data));
+  // A probe of the complete message is a duplicate: acknowledged, no NAK.
+  P.send_seq(probe, 1);
+  EXPECT_TRUE(P.wait_ack(1, 300)) << "the probe of a complete message was not acknowledged";
+  EXPECT_FALSE(P.wait_nak(s.dut_qpn, 200)) << "a NAK for a complete message";
+}
+
 }  // namespace
 }  // namespace conf

@@ -352,7 +352,11 @@ TEST_F(RelTest, MR_VERBS_3_RequesterCompletesOnMsgAck) {
   for (const Received &r : P.seen_data)
     if (r.pkt.bth.opcode == kSend && r.pkt.bth.stream == s.my_qpn) {
       sends++;
-      if (sends > 1 && (r.pkt.bth.flags & kAckReq) && (r.pkt.bth.flags & kLast)) probes++;
+      if (!(r.pkt.bth.flags & kMsgProbe)) continue;
+      // [MR-REL-11] the probe is the last packet again, with ACK_REQ and MSG_PROBE
+      EXPECT_GT(sends, 1u) << "MSG_PROBE on the first transmission";
+      EXPECT_TRUE((r.pkt.bth.flags & kAckReq) && (r.pkt.bth.flags & kLast));
+      probes++;
     }
   EXPECT_GE(probes, 1u) << "no message probe while the MSGACK was missing";
   P.send_msgack = true;
