@@ -62,7 +62,7 @@ enum mr_opcode {
 #define MR_F_SOLICITED		0x0008
 #define MR_F_IMM		0x0010
 #define MR_F_INV		0x0020
-#define MR_F_MSG_PROBE		0x0040	/* [MR-REL-11] every packet of the message was acknowledged */
+#define MR_F_MSG_PROBE		0x0040	/* [MR-REL-11] all of the message was acknowledged */
 
 enum mr_nak_code {
 	MR_NAK_RNR		= 1,
