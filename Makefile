@@ -17,7 +17,7 @@ KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
 KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 
 .PHONY: all modules module-6.1 clean lint unit kunit selftests selftests-debug fuzz-guest check provider \
-	conformance conformance-mutations bench demo help
+	conformance conformance-mutations bench profile demo help
 
 all: modules
 
@@ -65,6 +65,10 @@ provider:
 # MetaRoCE, rxe and TCP on one 8-link fabric of two guests; QUICK=1 for a short run.
 bench:
 	@QUICK=$(QUICK) tools/testing/bench/bench.sh
+
+# perf on both guests during one bulk Write run of MetaRoCE and of rxe (one wire).
+profile:
+	@tools/testing/bench/profile.sh
 
 # The compliance suite (tools/testing/conformance) against metaroce.ko in a guest; writes
 # Documentation/metaroce/compliance.rst.  The mutation check builds the module once per

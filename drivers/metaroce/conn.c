@@ -838,7 +838,7 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	struct mr_pkt pkt;
 	bool more = false;
 	u64 now, ask_at;
-	int n;
+	int n = 0;
 
 	__skb_queue_head_init(&q);
 	now = metaroce_now();
@@ -884,6 +884,9 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	}
 	metaroce_conn_arm(c, now, more);
 	spin_unlock_bh(&c->lock);
+	metaroce_count(c->mdev, METAROCE_CNT_TX_RUNS);
+	if (n)
+		metaroce_count_add(c->mdev, METAROCE_CNT_TX_RUN_DATA, n);
 
 	while ((skb = __skb_dequeue(&q))) {
 		u16 sport = skb->mark;
@@ -998,6 +1001,10 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	v[METAROCE_ENG_NAKS_RECEIVED - METAROCE_NR_COUNTERS] += e->naks_received;
 	v[METAROCE_ENG_ECN_ECHOES - METAROCE_NR_COUNTERS] += e->ecn_echoes;
 	v[METAROCE_ENG_RX_BAD_RSNS - METAROCE_NR_COUNTERS] += e->rx_bad_rsns;
+	v[METAROCE_ENG_ACKS_SENT - METAROCE_NR_COUNTERS] += e->acks_sent;
+	v[METAROCE_ENG_ACKS_RECEIVED - METAROCE_NR_COUNTERS] += e->acks_received;
+	v[METAROCE_ENG_PACER_BLOCKED - METAROCE_NR_COUNTERS] += e->pacer_blocked;
+	v[METAROCE_ENG_WINDOW_FULL - METAROCE_NR_COUNTERS] += e->window_full;
 	spin_unlock_bh(&c->lock);
 }
 

@@ -33,6 +33,8 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_CNT_LOCAL_ACCESS_ERRORS].name = "local_access_errors",
 	[METAROCE_CNT_RX_DROP_WRONG_ADDR].name = "rx_drop_wrong_addr",
 	[METAROCE_CNT_RESTART_CHALLENGES].name = "restart_challenges",
+	[METAROCE_CNT_TX_RUNS].name = "tx_runs",
+	[METAROCE_CNT_TX_RUN_DATA].name = "tx_run_data_packets",
 	[METAROCE_ENG_RETRANSMITS].name = "retransmits",
 	[METAROCE_ENG_RTOS].name = "rtos",
 	[METAROCE_ENG_SPURIOUS_RTOS].name = "spurious_rtos",
@@ -46,6 +48,10 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_NAKS_RECEIVED].name = "naks_received",
 	[METAROCE_ENG_ECN_ECHOES].name = "ecn_echoes",
 	[METAROCE_ENG_RX_BAD_RSNS].name = "rx_bad_rsns",
+	[METAROCE_ENG_ACKS_SENT].name = "acks_sent",
+	[METAROCE_ENG_ACKS_RECEIVED].name = "acks_received",
+	[METAROCE_ENG_PACER_BLOCKED].name = "pacer_blocked",
+	[METAROCE_ENG_WINDOW_FULL].name = "window_full",
 };
 
 static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_STATS);

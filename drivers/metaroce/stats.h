@@ -31,6 +31,8 @@ enum metaroce_counter {
 	METAROCE_CNT_LOCAL_ACCESS_ERRORS,	/* a write into an MR without LOCAL_WRITE refused */
 	METAROCE_CNT_RX_DROP_WRONG_ADDR,	/* [MR-SEC-3] our conn_id from other addresses */
 	METAROCE_CNT_RESTART_CHALLENGES,	/* [MR-CONN-7] restart claims not (yet) believed */
+	METAROCE_CNT_TX_RUNS,			/* runs of a connection's transmit work */
+	METAROCE_CNT_TX_RUN_DATA,		/* data packets those runs built */
 	METAROCE_NR_COUNTERS,
 
 	/* The engines' own event counters, summed over the device's connections. */
@@ -47,6 +49,10 @@ enum metaroce_counter {
 	METAROCE_ENG_NAKS_RECEIVED,
 	METAROCE_ENG_ECN_ECHOES,
 	METAROCE_ENG_RX_BAD_RSNS,
+	METAROCE_ENG_ACKS_SENT,
+	METAROCE_ENG_ACKS_RECEIVED,
+	METAROCE_ENG_PACER_BLOCKED,		/* asked for a packet before its pacing slot */
+	METAROCE_ENG_WINDOW_FULL,		/* asked for a packet with the window full */
 	METAROCE_NR_STATS
 };
 

@@ -14,6 +14,8 @@
 #define MR_ACK_FREQ		4
 #define MR_ACK_DELAY_NS		10000ULL
 #define MR_PACE_BURST		16	/* [MR-CC-7] slots a late sender may catch up */
+#define MR_PATH_BURST		16	/* [MR-CC-8] new packets in a row on one path */
+#define MR_PACE_GAIN		2	/* [MR-CC-7] pacing runs at this many windows per SRTT */
 #define MR_NO_DEADLINE		((u64)-1)
 #define MR_CONN_TIMEOUT_NS	2000000000ULL
 #define MR_RNR_INFINITE		7
@@ -101,6 +103,8 @@ struct mr_conn {
 	u32 rr_stream;
 	u32 rr_msgack;		/* the first stream the next ACK's MSGACKs consider */
 	u32 rr_path;
+	u32 burst_path;		/* [MR-CC-8] the path of the burst under way */
+	u32 burst_left;		/* packets it may still take */
 	u32 avoid_path;		/* the path of the last loss, [MR-REL-1] */
 	u32 peer_hint_mbps;	/* latest nonzero rate hint from the peer */
 	u32 local_hint;		/* encoded hint we return in ACKs (set by the caller) */
@@ -131,6 +135,10 @@ struct mr_conn {
 	u32 ecn_echoes;		/* CE marks the peer's ACKs reported */
 	u32 naks_received;
 	u32 rx_bad_rsns;	/* Sends naming a receive they cannot have, [MR-SEC-2] */
+	u32 acks_sent;
+	u32 acks_received;
+	u32 pacer_blocked;	/* asked for a packet before its slot, [MR-CC-7] */
+	u32 window_full;	/* asked for a packet with the window full, [MR-CC-6] */
 };
 
 /* A packet to send: header fields in pkt; the caller attaches the payload. */

@@ -387,6 +387,7 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 		if (ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS)
 			c->rr_msgack = slot + 1;
 	}
+	c->acks_sent++;
 	s->ce_count = 0;
 	s->pkt_count = 0;
 	s->unacked = 0;

@@ -154,12 +154,32 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 	return false;
 }
 
+/*
+ * [MR-CC-8] new data stays on the path of the previous packet for a burst of
+ * MR_PATH_BURST while that path has room: the receiver then acknowledges a
+ * burst with one ACK instead of one per packet sprayed over every path.
+ */
+static bool mr_burst_continues(const struct mr_conn *c, bool retx)
+{
+	const struct mr_path_tx *tp;
+
+	if (retx || !c->burst_left || c->burst_path >= c->cfg.n_paths)
+		return false;
+	tp = &c->tx_path[c->burst_path];
+	return tp->state == MR_PATH_ACTIVE && mr_path_free_window(tp) > 0;
+}
+
 /* [MR-CC-8] most free window, then lowest SRTT, rotating among ties. */
 static int mr_pick_path(struct mr_conn *c, u64 now, bool retx)
 {
 	int best = -1, alt = -1;
 	u32 best_free = 0, best_limit = 1, k;
 	u64 best_srtt = 0;
+
+	if (mr_burst_continues(c, retx)) {
+		c->burst_left--;
+		return (int)c->burst_path;
+	}
 
 	for (k = 0; k < c->cfg.n_paths; k++) {
 		u32 p = (c->rr_path + k) % c->cfg.n_paths;
@@ -188,6 +208,12 @@ static int mr_pick_path(struct mr_conn *c, u64 now, bool retx)
 		best = alt;
 	if (best >= 0)
 		c->rr_path = ((u32)best + 1) % c->cfg.n_paths;
+	/* A burst starts on an ACTIVE path with new data; a retransmission ends one. */
+	c->burst_left = 0;
+	if (best >= 0 && !retx && c->tx_path[best].state == MR_PATH_ACTIVE) {
+		c->burst_path = (u32)best;
+		c->burst_left = MR_PATH_BURST - 1;
+	}
 	return best;
 }
 
@@ -399,9 +425,11 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 }
 
 /*
- * [MR-CC-7] rate = min(hint, conn_window * pmtu * 8 / min_srtt): the larger gap wins.
- * Each packet has a slot one gap after the previous one.  A sender woken late (a
- * coarse or delayed timer) sends the packets whose slots have passed, at most
+ * [MR-CC-7] rate = min(hint, MR_PACE_GAIN * conn_window * pmtu * 8 / min_srtt): the
+ * larger gap wins.  The gain leaves the window in charge: pacing at one window per SRTT
+ * fell behind whenever the SRTT grew (a busy host), and the rate with it.  Each packet
+ * has a slot one gap after the previous one.  A sender woken late (a coarse or delayed
+ * timer) sends the packets whose slots have passed, at most
  * MR_PACE_BURST of them: counting from now instead gave one packet per wake-up, and
  * in an emulated guest, whose timers fire every half millisecond or so, that capped a
  * connection at about 2,000 packets a second whatever its window.  Slots pass unused
@@ -424,7 +452,7 @@ static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 	}
 	if (min_srtt)
 		gap = mr_max_u64(gap, mr_div_u64(bytes * min_srtt,
-						 mr_conn_window(c) * c->cfg.pmtu));
+						 MR_PACE_GAIN * mr_conn_window(c) * c->cfg.pmtu));
 	if (!gap)
 		return;
 	/*
@@ -450,8 +478,12 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	struct mr_pick pick;
 	int path;
 
-	if (c->failed || (c->next_send_ns && now < c->next_send_ns))
+	if (c->failed)
 		return false;
+	if (c->next_send_ns && now < c->next_send_ns) {
+		c->pacer_blocked++;
+		return false;
+	}
 	/*
 	 * The pacing gap has passed: forget it, so that an engine with nothing
 	 * to send names no deadline in the past (its timer would fire at once,
@@ -460,8 +492,10 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	c->next_send_ns = 0;
 	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
 		return true;
-	if (mr_conn_outstanding(c) >= mr_conn_window(c))
+	if (mr_conn_outstanding(c) >= mr_conn_window(c)) {
+		c->window_full++;
 		return mr_pace_idle(c);
+	}
 	if (!mr_pick_packet(c, now, &pick))
 		return mr_pace_idle(c);
 	path = mr_pick_path(c, now, pick.retx);
@@ -583,6 +617,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	tp = &c->tx_path[path];
 	if (mr_seq_after(ack->cum_psn, tp->next_psn))
 		return;		/* acknowledges PSNs never sent */
+	c->acks_received++;
 	c->last_ack_ns = now;
 	tp->last_ack_ns = now;
 	tp->tlp_done = false;

@@ -117,6 +117,46 @@ TEST(Pacing, LateWakeUpSendsTheMissedSlotsUpToTheBurst_MR_CC_7)
 	EXPECT_EQ(sends_at(1000 * gap), 0);
 }
 
+// [MR-CC-7] without a hint the pacer spaces packets at MR_PACE_GAIN (2) windows per SRTT:
+// at one window per SRTT it fell behind whenever a busy host's SRTT grew.
+TEST(Pacing, PacesAtTwiceTheWindowPerSrtt_MR_CC_7)
+{
+	Pair p(1);
+	mr_path_tx *tp = &p.a->tx_path[0];
+	tp->rtt.srtt_ns = 1000000;
+	tp->rtt.have_sample = true;
+	tp->last_ack_ns = 0;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 0), 0);
+	mr_tx_desc d;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	const u64 bytes = 4096 + MR_BTH_LEN + 16;
+	const u64 window = mr_cc_window(&tp->cc) * 4096ULL;
+	EXPECT_EQ(p.a->next_send_ns, bytes * 1000000 / (2 * window))
+		<< "one window per SRTT would be " << bytes * 1000000 / window;
+}
+
+// [MR-CC-8] new data goes in bursts of MR_PATH_BURST packets on one path, so that the
+// receiver acknowledges a burst at once instead of a packet per path; the next burst takes
+// the path with the most room, and a retransmission ends a burst.
+TEST(Path, NewDataGoesInBurstsOfSixteenOnOnePath_MR_CC_8)
+{
+	Pair p(8);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 0), 0);
+	std::vector<u16> path;
+	mr_tx_desc d;
+	while (path.size() < 48 && mr_conn_next_packet(p.a.get(), 0, &d))
+		path.push_back(d.pkt.bth.path_id);
+	ASSERT_EQ(path.size(), 48u);
+	std::set<u16> bursts;
+	const size_t burst = 16;	// MR_PATH_BURST, as the spec has it
+	for (size_t b = 0; b < 3; b++) {
+		for (size_t i = 1; i < burst; i++)
+			EXPECT_EQ(path[b * burst + i], path[b * burst]) << "packet " << b * burst + i;
+		bursts.insert(path[b * burst]);
+	}
+	EXPECT_EQ(bursts.size(), 3u) << "each burst on a path of its own";
+}
+
 // [MR-CC-11] slots that pass while the sender has nothing to send are not owed to it: new
 // data after a pause goes out at the hint, not in a burst.
 TEST(Pacing, NoBurstAfterAPauseWithNothingToSend_MR_CC_11)

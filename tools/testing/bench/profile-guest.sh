@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# make profile: where the data path spends its cycles.  Both guests of
+# vm.sh --pair (one virtio wire) run this in lock step; a is the client
+# (sender), b the server.  For each transport (MetaRoCE, rdma_rxe) one bulk
+# RDMA Write run of mr_ktraffic (64 KiB, 16 in flight) is profiled on both
+# guests, and each side prints:
+#   PROFILE <transport> <role> <metric> <value>   goodput, CPU ms per MB (from the
+#                                                 guest's /proc/stat), packets per MB,
+#                                                 engine counters
+#   PROFILE-MARK <transport> start|end <bytes>    around the run: profile.sh reads the
+#                                                 QEMU process's CPU time at each mark
+#   with PERF=1, perf's hottest symbols (cpu-clock: TCG has no PMU), prefixed
+#   "# <transport> <role> |".  Under TCG perf's samples land mostly on the idle
+#   loop whatever the load, so the host's count of QEMU's CPU time is the figure
+#   to trust.
+# Arguments: SECONDS of each run (default 8), TRANSPORTS (default "metaroce rxe"),
+# PERF (0 or 1).
+. "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
+set -o pipefail
+
+dur=${1:-8}
+transports=${2:-metaroce rxe}
+use_perf=${3:-0}
+size=65536 depth=16
+declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
+say() { echo "PROFILE $*"; }
+
+# cpu_times: "busy total" in USER_HZ ticks.  Under TCG the ticks do not add up to
+# the time that passed (seen: 25 s of ticks in 4 s), so only their ratio is used:
+# the busy share of the run's wall time (uptime).
+cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+eth_packets() { # rx|tx
+	cat "/sys/class/net/eth0/statistics/$1_packets"
+}
+
+modprobe metaroce || exit 1
+modprobe rdma_rxe || exit 1
+rdma link add mr0 type metaroce netdev eth0 || exit 1
+rdma link add rxe0 type rxe netdev eth0 || exit 1
+wait_for 10 addr_gid_index mr0 "${MR_ADDR%/*}" || exit 1
+wait_for 10 addr_gid_index rxe0 "${MR_ADDR%/*}" || exit 1
+echo 0 >/proc/sys/kernel/kptr_restrict
+echo -1 >/proc/sys/kernel/perf_event_paranoid
+step=0
+
+for t in $transports; do
+	step=$((step + 1))
+	pair_barrier "p$step" || exit 1
+	perf_pid=
+	if [ "$use_perf" = 1 ]; then
+		perf record -q -e cpu-clock -F 2000 -a -g -o "/tmp/perf-$t.data" -- \
+			sleep "$((dur + 2))" >/dev/null 2>&1 &
+		perf_pid=$!
+	fi
+	echo "PROFILE-MARK $t start 0"
+	read -r b0 t0 <<<"$(cpu_times)"
+	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
+	if [ "$MR_ROLE" = b ]; then
+		out=$(kt_load dev_a="${dev[$t]}" role=server timeout_ms=60000)
+	else
+		sleep 1
+		out=$(kt_load dev_a="${dev[$t]}" role=client peer="$MR_PEER" timeout_ms=30000 \
+			ops=write size=$size depth=$depth ring=64 count=1000000 \
+			duration_ms=$((dur * 1000)))
+	fi
+	read -r b1 t1 <<<"$(cpu_times)"
+	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
+	[ -z "$perf_pid" ] || wait "$perf_pid"
+	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
+	if [ "$MR_ROLE" = a ]; then
+		bytes=$(sed -n 's/^mr_ktraffic: write count=.* bytes=\([0-9]*\) .*/\1/p' <<<"$out")
+		mbps=$(sed -n 's/^mr_ktraffic: write count=.* MBps=\([0-9.]*\) .*/\1/p' <<<"$out")
+		echo "$out" | grep -q 'PASS' || echo "# $t: the run failed: $out"
+		pair_tell "bytes$step" "${bytes:-0}"
+		say "$t a goodput_MBps ${mbps:-0}"
+	else
+		bytes=$(pair_hear "bytes$step" 60)
+	fi
+	echo "PROFILE-MARK $t end ${bytes:-0}"
+	mb=$(awk -v b="${bytes:-0}" 'BEGIN { printf "%.3f", b / 1e6 }')
+	if awk -v m="$mb" 'BEGIN { exit !(m > 0) }'; then
+		busy=$(awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.3f", t ? b / t : 0 }')
+		say "$t $MR_ROLE cpu_busy_share $busy"
+		say "$t $MR_ROLE cpu_ms_per_MB $(awk -v s="$busy" -v ms=$((u1 - u0)) -v m="$mb" \
+			'BEGIN { printf "%.1f", s * ms / m }')"
+		say "$t $MR_ROLE rx_packets_per_MB $(awk -v p=$((rx1 - rx0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+		say "$t $MR_ROLE tx_packets_per_MB $(awk -v p=$((tx1 - tx0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+	fi
+	if [ "$t" = metaroce ]; then
+		for c in retransmits rtos spurious_rtos tail_probes sack_losses msg_probes acks_sent \
+			 acks_received pacer_blocked window_full tx_runs tx_run_data_packets tx_packets rx_packets \
+			 timer_past_deadlines; do
+			say "$t $MR_ROLE $c $(hw_counter mr0 "$c")"
+		done
+	fi
+	[ "$use_perf" = 1 ] || continue
+	perf report -i "/tmp/perf-$t.data" --stdio --no-children --sort sym -g none \
+		--percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -n 40 |
+		sed "s/^/# $t $MR_ROLE | /"
+done
+pair_barrier done || exit 1
