@@ -79,7 +79,6 @@ struct metaroce_conn {
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
 	struct hrtimer timer;
-	u64 timer_late_ns;		/* how late the timer last fired, for the engine */
 	struct work_struct tx_work;
 	struct rcu_head rcu;
 };
@@ -857,10 +856,6 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	if (mr_hs_on_timer(&c->hs, now) == MR_HS_EV_FAILED)
 		metaroce_conn_fail_locked(c);
 	if (c->established && !c->dead) {
-		if (READ_ONCE(c->timer_late_ns)) {
-			mr_conn_timer_late(c->eng, now, READ_ONCE(c->timer_late_ns));
-			WRITE_ONCE(c->timer_late_ns, 0);
-		}
 		mr_conn_on_timer(c->eng, now);
 		if (c->eng->failed)
 			metaroce_conn_fail_locked(c);
@@ -904,17 +899,10 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 	metaroce_conn_put(c);	/* the reference metaroce_conn_kick() took */
 }
 
-/*
- * The timer only wakes the transmit work, which acts on every deadline that
- * passed, and tells the engine how late it fired ([MR-REL-3]).
- */
+/* The timer only wakes the transmit work, which acts on every deadline that passed. */
 static enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t)
 {
-	struct metaroce_conn *c = container_of(t, struct metaroce_conn, timer);
-	s64 late = ktime_to_ns(ktime_sub(ktime_get(), hrtimer_get_expires(t)));
-
-	WRITE_ONCE(c->timer_late_ns, max_t(s64, late, 1));
-	metaroce_conn_kick(c);
+	metaroce_conn_kick(container_of(t, struct metaroce_conn, timer));
 	return HRTIMER_NORESTART;
 }
 

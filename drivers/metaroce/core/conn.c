@@ -41,7 +41,6 @@ void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 	if (c->cfg.pmtu > 0xff00)
 		c->cfg.pmtu = 0xff00;
 	c->rng = cfg->seed;
-	c->rto = c->cfg.rto;
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		/* [MR-PATH-3] path p starts at initial_psn + p * 2^24 */
 		u16 e = mr_entropy_pick(&c->rng, used, p);
@@ -51,27 +50,6 @@ void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 			     MR_PATH_ACTIVE, c->cfg.init_cwnd);
 		mr_sack_rx_init(&c->rx_path[p], cfg->rx_initial_psn + p * MR_PATH_PSN_STRIDE);
 	}
-}
-
-/*
- * [MR-REL-3] the RTO floor follows the lateness of our own timers: the largest seen,
- * halved every MR_SLACK_HALF_LIFE_NS.  A host that runs us late runs the peer late too,
- * and an RTO shorter than its stalls declares packets lost that are only waiting.
- */
-void mr_conn_timer_late(struct mr_conn *c, u64 now, u64 late_ns)
-{
-	u64 floor;
-
-	while (c->timer_slack_ns && now - c->slack_at_ns >= MR_SLACK_HALF_LIFE_NS) {
-		c->timer_slack_ns /= 2;
-		c->slack_at_ns += MR_SLACK_HALF_LIFE_NS;
-	}
-	if (late_ns >= c->timer_slack_ns) {
-		c->timer_slack_ns = late_ns;
-		c->slack_at_ns = now;
-	}
-	floor = mr_max_u64(c->cfg.rto.min_ns, MR_RTO_SLACK_MULT * c->timer_slack_ns);
-	c->rto.min_ns = mr_min_u64(floor, c->cfg.rto.max_ns);
 }
 
 int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id, struct mr_stream *mem)

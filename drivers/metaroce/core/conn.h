@@ -16,8 +16,6 @@
 #define MR_PACE_BURST		16	/* [MR-CC-7] slots a late sender may catch up */
 #define MR_PATH_BURST		16	/* [MR-CC-8] new packets in a row on one path */
 #define MR_PACE_GAIN		2	/* [MR-CC-7] pacing runs at this many windows per SRTT */
-#define MR_RTO_SLACK_MULT	2	/* [MR-REL-3] the RTO floor in timer lateness */
-#define MR_SLACK_HALF_LIFE_NS	1000000000ULL	/* [MR-REL-3] the lateness seen halves so */
 #define MR_NO_DEADLINE		((u64)-1)
 #define MR_CONN_TIMEOUT_NS	2000000000ULL
 #define MR_RNR_INFINITE		7
@@ -110,9 +108,6 @@ struct mr_conn {
 	u32 avoid_path;		/* the path of the last loss, [MR-REL-1] */
 	u32 peer_hint_mbps;	/* latest nonzero rate hint from the peer */
 	u32 local_hint;		/* encoded hint we return in ACKs (set by the caller) */
-	struct mr_rto_cfg rto;	/* cfg.rto with its floor raised by timer_slack_ns, [MR-REL-3] */
-	u64 timer_slack_ns;	/* how late our timers fire, the largest lately */
-	u64 slack_at_ns;	/* when timer_slack_ns was last raised or halved */
 	u64 next_send_ns;	/* pacing: the next send, when it is in the future */
 	u64 pace_ns;		/* pacing: the next packet's slot, perhaps past ([MR-CC-7]) */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
@@ -257,12 +252,6 @@ u8 mr_nak_status(u8 code);
  * requester that already has every byte has completed the Read and ignores the NAK.
  */
 void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code);
-
-/*
- * [MR-REL-3] a timer the caller armed for this connection fired late_ns after its
- * deadline: how much the host delays us, and so, likely, the peer's ACKs too.
- */
-void mr_conn_timer_late(struct mr_conn *c, u64 now, u64 late_ns);
 
 /* [MR-CONN-7] ask the peer for an ACK now (a PROBE with ACK_REQ on an active path). */
 void mr_conn_challenge(struct mr_conn *c);

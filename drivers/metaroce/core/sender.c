@@ -31,7 +31,7 @@ static u64 mr_msg_probe_at(const struct mr_conn *c, const struct mr_tx_msg *m)
 {
 	u32 p = m->probe_path < c->cfg.n_paths ? m->probe_path : 0;
 
-	return m->all_acked_ns + mr_path_rto_ns(&c->tx_path[p], &c->rto);
+	return m->all_acked_ns + mr_path_rto_ns(&c->tx_path[p], &c->cfg.rto);
 }
 
 /* [MR-VERBS-5] a fenced WQE waits for every earlier Read and atomic. */
@@ -52,10 +52,10 @@ static bool mr_fence_blocks(struct mr_tx_stream *st, u32 msn)
 /* [MR-REL-6] PTO = max(2 SRTT, MIN_RTO / 2) after the later of last send and last ACK. */
 static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
 {
-	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->rto.min_ns / 2);
+	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
 
 	if (!tp->outstanding || tp->tlp_done || tp->state != MR_PATH_ACTIVE ||
-	    tp->next_psn - tp->una >= MR_SACK_BITS || pto >= mr_path_rto_ns(tp, &c->rto))
+	    tp->next_psn - tp->una >= MR_SACK_BITS || pto >= mr_path_rto_ns(tp, &c->cfg.rto))
 		return MR_NO_DEADLINE;
 	return mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + pto;
 }
@@ -752,7 +752,7 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		struct mr_path_tx *tp = &c->tx_path[p];
 
-		if (tp->outstanding && now >= tp->rto_start_ns + mr_path_rto_ns(tp, &c->rto))
+		if (tp->outstanding && now >= tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto))
 			mr_path_expire(c, p, now);
 	}
 }
@@ -833,7 +833,7 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 		const struct mr_path_tx *tp = &c->tx_path[p];
 
 		if (tp->outstanding)
-			t = mr_min_u64(t, tp->rto_start_ns + mr_path_rto_ns(tp, &c->rto));
+			t = mr_min_u64(t, tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto));
 		send = mr_min_u64(send, mr_tlp_at(c, tp));
 		room |= mr_path_free_window(tp) > 0;
 	}

@@ -135,35 +135,6 @@ TEST(Pacing, PacesAtTwiceTheWindowPerSrtt_MR_CC_7)
 		<< "one window per SRTT would be " << bytes * 1000000 / window;
 }
 
-// [MR-REL-3] the RTO floor is twice the lateness of the sender's own timers (the largest
-// lately, halved each second): a host that wakes us 5 ms late stalls the peer's ACKs as
-// long, and a 400 us RTO would declare a window lost that is only waiting.
-TEST(Path, RtoFloorFollowsTheLatenessOfOurTimers_MR_REL_3)
-{
-	Pair p(1);
-	mr_path_tx *tp = &p.a->tx_path[0];
-	tp->rtt.srtt_ns = 200000;
-	tp->rtt.rttvar_ns = 50000;
-	tp->rtt.have_sample = true;
-	EXPECT_EQ(mr_path_rto_ns(tp, &p.a->rto), 400000u);
-	mr_conn_timer_late(p.a.get(), 1000, 5000000);
-	EXPECT_EQ(mr_path_rto_ns(tp, &p.a->rto), 10000000u);
-	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 4096, 0x1000, 1, 0), 0);
-	mr_tx_desc d;
-	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 1000, &d));
-	mr_conn_on_timer(p.a.get(), 2000000);
-	EXPECT_EQ(p.a->rtos, 0u) << "an RTO within the host's stalls";
-	mr_conn_on_timer(p.a.get(), 11000000);
-	EXPECT_EQ(p.a->rtos, 1u);
-	// A smaller lateness does not lower it at once; the floor halves each second.
-	mr_conn_timer_late(p.a.get(), 500000000, 100000);
-	EXPECT_EQ(p.a->rto.min_ns, 10000000u);
-	mr_conn_timer_late(p.a.get(), 1000001000, 100000);
-	EXPECT_EQ(p.a->rto.min_ns, 5000000u);
-	mr_conn_timer_late(p.a.get(), 10000001000, 10000);
-	EXPECT_EQ(p.a->rto.min_ns, MR_MIN_RTO_NS) << "back to the configured floor";
-}
-
 // [MR-CC-8] new data goes in bursts of MR_PATH_BURST packets on one path, so that the
 // receiver acknowledges a burst at once instead of a packet per path; the next burst takes
 // the path with the most room, and a retransmission ends a burst.
