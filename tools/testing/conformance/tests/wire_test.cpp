@@ -55,7 +55,7 @@ TEST_F(WireTest, MR_WIRE_2_UnknownOpcodeDropped) {
 TEST_F(WireTest, MR_WIRE_4_BadFlagsDropped) {
   CLAUSES("MR-WIRE-4 MR-GEN-5");
   expect_dropped([](Bytes &b) { b[2] |= 0x40; }, "reserved flag bit 14");
-  expect_dropped([](Bytes &b) { b[3] |= 0x40; }, "reserved flag bit 6");
+  expect_dropped([](Bytes &b) { b[3] |= 0x80; }, "reserved flag bit 7");  // bit 6 is MSG_PROBE
   expect_dropped([](Bytes &b) { b[3] |= kInv; }, "INV on a WRITE");
   expect_dropped([](Bytes &b) { b[3] &= uint8_t(~kLast); }, "LAST missing on the last packet");
 }
