@@ -3,6 +3,7 @@
 
 #include <linux/hrtimer.h>
 #include <linux/random.h>
+#include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
@@ -54,6 +55,15 @@ module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
 MODULE_PARM_DESC(link_mbps,
 		 "Receive capacity in Mbit/s shared out by the rate hints (default 10000)");
 
+/*
+ * Experimental, off by default: one guest crashed in the slab allocator (in
+ * rdma_rxe, after a MetaRoCE run with it) and that is not yet understood.
+ */
+static bool metaroce_tx_gso;
+module_param_named(tx_gso, metaroce_tx_gso, bool, 0644);
+MODULE_PARM_DESC(tx_gso,
+		 "Send a path's burst of data packets as one UDP GSO skb (experimental, default 0)");
+
 /* Packets one run of the transmit work sends before it yields the CPU. */
 #define METAROCE_TX_BUDGET	64
 
@@ -78,14 +88,48 @@ struct metaroce_conn {
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
+	/* Each path's route, found once for its source port (net.c). */
+	struct dst_cache dst[MR_MAX_PATHS];
+	u16 dst_sport[MR_MAX_PATHS];
+
 	struct hrtimer timer;
 	struct work_struct tx_work;
 	struct rcu_head rcu;
 };
 
+/*
+ * How a queued skb leaves: its UDP source port, and its path if it has one.
+ * Data packets of one path in a row share one skb ([MR-CC-8] bursts), sent
+ * as UDP GSO: each segment is one of our packets, cut at gso_size, so the
+ * stack's per-packet work (route, netfilter, qdisc) is done once a burst.
+ */
+struct metaroce_tx_cb {
+	u16 sport;
+	u8 path;	/* MR_MAX_PATHS: none (ACKs, NAKs, handshake) */
+	u8 segs;	/* packets in the skb's page */
+	u16 seg_len;	/* bytes of each packet but the last: the gso_size */
+	bool open;	/* a packet of the same path and at most seg_len may follow */
+	u32 room;	/* bytes the page holds */
+};
+
+static struct metaroce_tx_cb *metaroce_tx_cb(struct sk_buff *skb)
+{
+	BUILD_BUG_ON(sizeof(struct metaroce_tx_cb) > sizeof(skb->cb));
+	return (struct metaroce_tx_cb *)skb->cb;
+}
+
 static u64 metaroce_now(void)
 {
 	return ktime_get_ns();
+}
+
+static void metaroce_conn_free_dst(struct metaroce_conn *c)
+{
+	u32 p;
+
+	for (p = 0; p < MR_MAX_PATHS; p++)
+		if (c->dst[p].cache)
+			dst_cache_destroy(&c->dst[p]);
 }
 
 static void metaroce_conn_put(struct metaroce_conn *c)
@@ -97,6 +141,7 @@ static void metaroce_conn_put(struct metaroce_conn *c)
 		for (i = 0; i < MR_CONN_STREAMS; i++)
 			kvfree(c->eng->mem[i]);
 		kvfree(c->eng);
+		metaroce_conn_free_dst(c);
 		kfree_rcu(c, rcu);
 	}
 }
@@ -719,8 +764,106 @@ static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
 		return;
 	}
 	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, sport);
-	skb->mark = sport;	/* the UDP source port, until xmit */
+	memset(metaroce_tx_cb(skb), 0, sizeof(struct metaroce_tx_cb));
+	metaroce_tx_cb(skb)->sport = sport;
+	metaroce_tx_cb(skb)->path = MR_MAX_PATHS;
+	metaroce_tx_cb(skb)->segs = 1;
 	__skb_queue_tail(q, skb);
+}
+
+/* Packets one GSO skb carries at most, and the largest page it takes for them. */
+#define METAROCE_GSO_SEGS	MR_PATH_BURST
+#define METAROCE_GSO_ORDER	3
+
+/*
+ * Room for a data packet of len bytes on path at the end of q: after the
+ * packets of the same path in the tail skb, or in a new skb whose page has
+ * room for a burst.  The bytes are in a page fragment, so that segmentation
+ * cuts the page instead of copying it.  NULL if no memory.
+ */
+static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
+{
+	struct sk_buff *skb = skb_peek_tail(q);
+	struct metaroce_tx_cb *cb = skb ? metaroce_tx_cb(skb) : NULL;
+	unsigned int order;
+	struct page *page;
+	skb_frag_t *f;
+	u8 *p;
+
+	if (!cb || !cb->open || cb->path != path || cb->sport != sport || len > cb->seg_len ||
+	    cb->segs >= METAROCE_GSO_SEGS ||
+	    skb_frag_size(&skb_shinfo(skb)->frags[0]) + len > cb->room) {
+		order = min_t(unsigned int, get_order(METAROCE_GSO_SEGS * len), METAROCE_GSO_ORDER);
+		page = alloc_pages(GFP_ATOMIC | __GFP_COMP | __GFP_NOWARN | __GFP_NORETRY, order);
+		if (!page && order) {
+			order = 0;
+			page = alloc_pages(GFP_ATOMIC | __GFP_NOWARN, 0);
+		}
+		if (!page)
+			return NULL;
+		skb = alloc_skb(METAROCE_TX_HEADROOM, GFP_ATOMIC);
+		if (!skb) {
+			__free_pages(page, order);
+			return NULL;
+		}
+		skb_reserve(skb, METAROCE_TX_HEADROOM);
+		skb_add_rx_frag(skb, 0, page, 0, 0, PAGE_SIZE << order);
+		cb = metaroce_tx_cb(skb);
+		memset(cb, 0, sizeof(*cb));
+		cb->sport = sport;
+		cb->path = path;
+		cb->seg_len = len;
+		cb->room = PAGE_SIZE << order;
+		__skb_queue_tail(q, skb);
+	}
+	f = &skb_shinfo(skb)->frags[0];
+	p = skb_frag_address(f) + skb_frag_size(f);
+	skb_frag_size_add(f, len);
+	skb->len += len;
+	skb->data_len += len;
+	cb->segs++;
+	/* A shorter packet (a message's last) ends the run: segments but the last are equal. */
+	cb->open = len == cb->seg_len;
+	return p;
+}
+
+/* A data packet of len bytes in an skb of its own at the end of q (no GSO). */
+static u8 *metaroce_tx_single(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
+{
+	struct sk_buff *skb = alloc_skb(METAROCE_TX_HEADROOM + len, GFP_ATOMIC);
+	struct metaroce_tx_cb *cb;
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, METAROCE_TX_HEADROOM);
+	cb = metaroce_tx_cb(skb);
+	memset(cb, 0, sizeof(*cb));
+	cb->sport = sport;
+	cb->path = path;
+	cb->segs = 1;
+	cb->seg_len = len;
+	__skb_queue_tail(q, skb);
+	return skb_put(skb, len);
+}
+
+/* Take back the packet metaroce_tx_room() or metaroce_tx_single() last made room for. */
+static void metaroce_tx_unroom(struct sk_buff_head *q, u32 len)
+{
+	struct sk_buff *skb = skb_peek_tail(q);
+	struct metaroce_tx_cb *cb = metaroce_tx_cb(skb);
+
+	if (skb_is_nonlinear(skb)) {
+		skb_frag_size_sub(&skb_shinfo(skb)->frags[0], len);
+		skb->len -= len;
+		skb->data_len -= len;
+	} else {
+		__skb_trim(skb, skb->len - len);
+	}
+	cb->open = false;	/* the packet behind takes a new skb: keep this one simple */
+	if (--cb->segs)
+		return;
+	__skb_unlink(skb, q);
+	kfree_skb(skb);
 }
 
 /*
@@ -734,16 +877,24 @@ static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 	/* A PROBE carries no stream (slot MR_REC_PROBE): no QP to read from. */
 	struct metaroce_qp *qp = d->stream_slot < MR_CONN_STREAMS ?
 				 c->stream_qp[d->stream_slot] : NULL;
+	u32 hlen = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, 0);
+	u32 len = hlen + pkt->bth.payload_len;
 	struct metaroce_send_wqe *wqe;
-	struct sk_buff *skb;
-	u8 *payload;
+	u8 *buf, *payload, path;
 	bool ok = true;
 
-	skb = metaroce_pkt_skb(pkt, &payload);
-	if (!skb) {
+	path = min_t(u32, pkt->bth.path_id, MR_MAX_PATHS);
+	if (READ_ONCE(metaroce_tx_gso))
+		buf = metaroce_tx_room(q, d->entropy, path, len);
+	else
+		buf = metaroce_tx_single(q, d->entropy, path, len);
+	if (!buf || mr_pkt_build_header(pkt, buf, len) != len) {
+		if (buf)
+			metaroce_tx_unroom(q, len);
 		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
 		return false;
 	}
+	payload = buf + hlen;
 	if (pkt->bth.payload_len) {
 		if (pkt->bth.opcode == MR_OP_READ_RESP) {
 			struct metaroce_mr *mr = metaroce_key_mr(c->mdev, d->rkey);
@@ -771,17 +922,15 @@ static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 		 */
 		metaroce_count(c->mdev, METAROCE_CNT_READ_RESP_ABORTS);
 		mr_conn_abort_response(c->eng, d->stream_slot, pkt->bth.msn, MR_NAK_ACCESS);
-		kfree_skb(skb);
+		metaroce_tx_unroom(q, len);
 		return true;	/* the NAK goes in the next pass */
 	}
 	if (!ok) {
 		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);
-		kfree_skb(skb);
+		metaroce_tx_unroom(q, len);
 		return false;
 	}
 	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, d->entropy);
-	skb->mark = d->entropy;
-	__skb_queue_tail(q, skb);
 	return false;
 }
 
@@ -889,10 +1038,32 @@ static void metaroce_conn_tx_work(struct work_struct *work)
 		metaroce_count_add(c->mdev, METAROCE_CNT_TX_RUN_DATA, n);
 
 	while ((skb = __skb_dequeue(&q))) {
-		u16 sport = skb->mark;
+		struct metaroce_tx_cb cb = *metaroce_tx_cb(skb);
+		struct dst_cache *dc = NULL;
 
-		skb->mark = 0;
-		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, sport);
+		memset(skb->cb, 0, sizeof(skb->cb));
+		if (cb.segs > 1) {
+			/*
+			 * UDP GSO: the UDP header goes in front of skb->data,
+			 * and each segment's checksum is completed when cut.
+			 */
+			skb_shinfo(skb)->gso_size = cb.seg_len;
+			skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+			skb_shinfo(skb)->gso_segs = cb.segs;
+			skb->ip_summed = CHECKSUM_PARTIAL;
+			skb->csum_start = skb_headroom(skb) - sizeof(struct udphdr);
+			skb->csum_offset = offsetof(struct udphdr, check);
+			metaroce_count(c->mdev, METAROCE_CNT_TX_GSO_SKBS);
+		}
+		if (cb.path < MR_MAX_PATHS) {
+			/* A path that took a new port (re-rolled) needs a new route. */
+			dc = &c->dst[cb.path];
+			if (c->dst_sport[cb.path] != cb.sport) {
+				dst_cache_reset(dc);
+				c->dst_sport[cb.path] = cb.sport;
+			}
+		}
+		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, cb.sport, dc);
 	}
 	if (more)
 		metaroce_conn_kick(c);
@@ -919,12 +1090,19 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 {
 	struct metaroce_conn *c;
 	int err, tries;
+	u32 p;
 
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return NULL;
 	c->eng = kvzalloc(sizeof(*c->eng), GFP_KERNEL_ACCOUNT);
-	if (!c->eng) {
+	for (p = 0; c->eng && p < MR_MAX_PATHS; p++) {
+		if (dst_cache_init(&c->dst[p], GFP_KERNEL_ACCOUNT))
+			break;
+	}
+	if (!c->eng || p < MR_MAX_PATHS) {
+		metaroce_conn_free_dst(c);
+		kvfree(c->eng);
 		kfree(c);
 		return NULL;
 	}
@@ -946,6 +1124,7 @@ static struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 			err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
 	}
 	if (err) {
+		metaroce_conn_free_dst(c);
 		kvfree(c->eng);
 		kfree(c);
 		return NULL;

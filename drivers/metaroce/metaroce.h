@@ -427,7 +427,8 @@ int metaroce_net_init(void);
 void metaroce_net_exit(void);
 struct metaroce_net *metaroce_net_get(struct net *net);
 void metaroce_net_put(struct metaroce_net *mnet);
+struct dst_cache;
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport);
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc);
 
 #endif /* METAROCE_H */

@@ -2,6 +2,7 @@
 /* UDP tunnel sockets per network namespace and the netdev events we follow. */
 
 #include <linux/module.h>
+#include <net/dst_cache.h>
 #include <net/inet_ecn.h>
 #include <net/ip6_route.h>
 #include <net/ipv6_stubs.h>
@@ -145,16 +146,25 @@ static struct pernet_operations metaroce_pernet_ops = {
 	.size = sizeof(struct metaroce_net),
 };
 
+/* Packets and bytes sent, a UDP GSO skb counting as the packets it is cut into. */
+static void metaroce_count_tx(struct metaroce_dev *mdev, const struct sk_buff *skb)
+{
+	u32 segs = skb_is_gso(skb) ? skb_shinfo(skb)->gso_segs : 1;
+
+	metaroce_count_add(mdev, METAROCE_CNT_TX_PACKETS, segs);
+	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + segs * sizeof(struct udphdr));
+}
+
 /* [MR-ENC-4] ECT(0), so the fabric marks rather than drops; [MR-ENC-6] DSCP. */
 #define METAROCE_TOS	(METAROCE_DSCP << 2 | INET_ECN_ECT_0)
 
 static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
-			       __be32 daddr, u16 sport)
+			       __be32 daddr, u16 sport, struct dst_cache *dc)
 {
 	struct net_device *ndev;
 	struct metaroce_net *mnet;
 	struct flowi4 fl4 = {};
-	struct rtable *rt;
+	struct rtable *rt = NULL;
 
 	rcu_read_lock();
 	/* Detach clears ndev, waits for readers, and only then lets go of mnet. */
@@ -168,13 +178,18 @@ static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, _
 	fl4.saddr = saddr;
 	fl4.fl4_sport = htons(sport);
 	fl4.fl4_dport = htons(metaroce_udp_port);
-	rt = ip_route_output_key(dev_net(ndev), &fl4);
-	if (IS_ERR(rt)) {
-		metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
-		goto drop;
+	if (dc)
+		rt = dst_cache_get_ip4(dc, &fl4.saddr);
+	if (!rt) {
+		rt = ip_route_output_key(dev_net(ndev), &fl4);
+		if (IS_ERR(rt)) {
+			metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
+			goto drop;
+		}
+		if (dc)
+			dst_cache_set_ip4(dc, &rt->dst, fl4.saddr);
 	}
-	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
-	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
+	metaroce_count_tx(mdev, skb);
 	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr, METAROCE_TOS,
 			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF), htons(sport),
 			    htons(metaroce_udp_port), false, false);
@@ -186,13 +201,14 @@ drop:
 }
 
 static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
-			       struct in6_addr *saddr, struct in6_addr *daddr, u16 sport)
+			       struct in6_addr *saddr, struct in6_addr *daddr, u16 sport,
+			       struct dst_cache *dc)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	struct net_device *ndev;
 	struct metaroce_net *mnet;
+	struct dst_entry *dst = NULL;
 	struct flowi6 fl6 = {};
-	struct dst_entry *dst;
 	__be32 label;
 
 	rcu_read_lock();
@@ -209,13 +225,18 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 	fl6.flowlabel = ip6_make_flowinfo(METAROCE_TOS, label);
 	fl6.fl6_sport = htons(sport);
 	fl6.fl6_dport = htons(metaroce_udp_port);
-	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), mnet->sock6->sk, &fl6, NULL);
-	if (IS_ERR(dst)) {
-		metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
-		goto drop;
+	if (dc)
+		dst = dst_cache_get_ip6(dc, &fl6.saddr);
+	if (!dst) {
+		dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), mnet->sock6->sk, &fl6, NULL);
+		if (IS_ERR(dst)) {
+			metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
+			goto drop;
+		}
+		if (dc)
+			dst_cache_set_ip6(dc, dst, &fl6.saddr);
 	}
-	metaroce_count(mdev, METAROCE_CNT_TX_PACKETS);
-	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + sizeof(struct udphdr));
+	metaroce_count_tx(mdev, skb);
 	/*
 	 * No tunnel device: ndev is the physical netdev, whose per-CPU stats
 	 * are not the tunnel kind that iptunnel_xmit_stats() updates (a
@@ -235,15 +256,17 @@ drop:
 /*
  * Send one MetaRoCE packet (skb->data at our header) from the device's netdev,
  * over IPv4 for v4-mapped addresses and IPv6 otherwise; sport is the path's
- * entropy.  Consumes the skb.
+ * entropy.  dc, if not NULL, caches the route of exactly these addresses and
+ * port (a path's); BH disabled.  Consumes the skb.
  */
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport)
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc)
 {
 	if (ipv6_addr_v4mapped(daddr))
-		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport);
+		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport,
+				   dc);
 	else
-		metaroce_net_xmit6(mdev, skb, saddr, daddr, sport);
+		metaroce_net_xmit6(mdev, skb, saddr, daddr, sport, dc);
 }
 
 static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)

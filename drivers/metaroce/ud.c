@@ -86,7 +86,7 @@ static void metaroce_ud_tx_work(struct work_struct *work)
 			continue;
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
-		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport);
+		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, NULL);
 		metaroce_ud_complete(qp, &cb, IB_WC_SUCCESS);
 	}
 }

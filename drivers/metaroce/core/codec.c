@@ -437,7 +437,7 @@ static void mr_build_ext(u8 *p, const struct mr_pkt *pkt)
 		mr_put32(p, pkt->inv_rkey);
 }
 
-u32 mr_pkt_build(const struct mr_pkt *pkt, u8 *buf, u32 cap)
+u32 mr_pkt_build_header(const struct mr_pkt *pkt, u8 *buf, u32 cap)
 {
 	const struct mr_bth *bth = &pkt->bth;
 	u8 n_acks = bth->opcode == MR_OP_ACK ?
@@ -460,11 +460,19 @@ u32 mr_pkt_build(const struct mr_pkt *pkt, u8 *buf, u32 cap)
 	mr_put32(buf + 24, bth->offset);
 	mr_put32(buf + 28, bth->timestamp);
 	mr_build_ext(buf + MR_BTH_LEN, pkt);
-	if (bth->payload_len) {
+	return len;
+}
+
+u32 mr_pkt_build(const struct mr_pkt *pkt, u8 *buf, u32 cap)
+{
+	u32 len = mr_pkt_build_header(pkt, buf, cap);
+	u32 hdr_len = len - pkt->bth.payload_len;
+
+	if (len && pkt->bth.payload_len) {
 		if (pkt->payload)
-			memcpy(buf + hdr_len, pkt->payload, bth->payload_len);
+			memcpy(buf + hdr_len, pkt->payload, pkt->bth.payload_len);
 		else
-			memset(buf + hdr_len, 0, bth->payload_len);
+			memset(buf + hdr_len, 0, pkt->bth.payload_len);
 	}
 	return len;
 }

@@ -39,11 +39,16 @@ u32 mr_pkt_msg_len(const struct mr_pkt *pkt);
 enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt);
 
 /*
- * Encode pkt (and payload_len bytes at pkt->payload, if any) into buf. Returns the
- * packet length, or 0 if the opcode is unknown or cap is too small. The encoder does no
- * semantic validation so that tests can build malformed packets with it.
+ * Encode pkt (and payload_len bytes at pkt->payload, if any, else zeros) into buf.
+ * Returns the packet length, or 0 if the opcode is unknown or cap is too small. The
+ * encoder does no semantic validation so that tests can build malformed packets with it.
  */
 u32 mr_pkt_build(const struct mr_pkt *pkt, u8 *buf, u32 cap);
+/*
+ * The headers alone: the payload_len bytes after them are the caller's to fill (the
+ * kernel copies them straight from memory). Returns the packet length, or 0.
+ */
+u32 mr_pkt_build_header(const struct mr_pkt *pkt, u8 *buf, u32 cap);
 
 const char *mr_parse_result_name(enum mr_parse_result res);
 

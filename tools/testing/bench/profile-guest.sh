@@ -15,13 +15,14 @@
 #   loop whatever the load, so the host's count of QEMU's CPU time is the figure
 #   to trust.
 # Arguments: SECONDS of each run (default 8), TRANSPORTS (default "metaroce rxe"),
-# PERF (0 or 1).
+# PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0").
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
 dur=${1:-8}
 transports=${2:-metaroce rxe}
 use_perf=${3:-0}
+modparams=${4:-}
 size=65536 depth=16
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
 say() { echo "PROFILE $*"; }
@@ -35,7 +36,8 @@ eth_packets() { # rx|tx
 	cat "/sys/class/net/eth0/statistics/$1_packets"
 }
 
-modprobe metaroce || exit 1
+# shellcheck disable=SC2086
+modprobe metaroce $modparams || exit 1
 modprobe rdma_rxe || exit 1
 rdma link add mr0 type metaroce netdev eth0 || exit 1
 rdma link add rxe0 type rxe netdev eth0 || exit 1
@@ -92,7 +94,8 @@ for t in $transports; do
 	fi
 	if [ "$t" = metaroce ]; then
 		for c in retransmits rtos spurious_rtos tail_probes sack_losses msg_probes acks_sent \
-			 acks_received pacer_blocked window_full tx_runs tx_run_data_packets tx_packets rx_packets \
+			 acks_received pacer_blocked window_full tx_runs tx_run_data_packets tx_gso_skbs \
+			 tx_packets rx_packets \
 			 timer_past_deadlines; do
 			say "$t $MR_ROLE $c $(hw_counter mr0 "$c")"
 		done

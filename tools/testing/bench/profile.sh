@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]:
+# make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]
+# [PROFILE_MODPARAMS="tx_gso=0"]:
 # one bulk RDMA Write run per transport between two guests on one wire
 # (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
 # MetaRoCE's counters and the ratios MetaRoCE / rxe.  host_cpu_ms_per_MB is the
@@ -23,6 +24,7 @@ logs=$top/build/vm-logs
 rm -f "$logs/profile-a.log" "$logs/profile-b.log"
 "$top/tools/testing/vm/vm.sh" --pair --name profile --timeout 900 "$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
+	"${PROFILE_MODPARAMS:-}" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)

@@ -30,6 +30,10 @@ ip -n cd addr add 198.18.1.2/24 dev v2
 for ns in ct cd; do ip -n "$ns" link set lo up; done
 ip -n ct link set v1 up
 ip -n cd link set v2 up
+# The tester reads the DUT's packets from a raw socket, which takes a UDP GSO skb whole
+# (the DUT sends a path's burst as one): the veth cuts them, as a NIC without UDP
+# segmentation offload does.
+ip netns exec cd ethtool -K v2 tx-udp-segmentation off >/dev/null
 modprobe metaroce
 ip netns exec cd rdma link add mr0 type metaroce netdev v2
 insmod "$here/dut/mr_dut.ko" ibdev=mr0

@@ -143,7 +143,7 @@ TEST(Codec, ReservedFlagBitsAreRejectedOnEveryOpcode_MR_WIRE_4)
 	for (int op = 0; op < 256; op++) {
 		if (!mr_opcode_known(static_cast<u8>(op)))
 			continue;
-		for (int bit = 6; bit < 16; bit++) {
+		for (int bit = 7; bit < 16; bit++) {	// bit 6 is MSG_PROBE
 			mr_pkt pkt{};
 			std::array<u8, MR_MAX_HDR_LEN> buf{};
 			mr_pkt out;
@@ -188,6 +188,28 @@ TEST(Codec, MessageCutAtPmtuParsesWithLastOnlyOnTheFinalPacket_MR_WIRE_11)
 }
 
 // [MR-GEN-5] the builder refuses a buffer too small and never writes past it.
+// The kernel builds the headers of a data packet and copies its payload straight from
+// memory: the header builder leaves the payload's bytes alone (zeroing them first was a
+// second pass over every packet), and both builders agree on the headers.
+TEST(Codec, HeaderBuilderLeavesThePayloadToTheCaller)
+{
+	mr_pkt pkt{};
+	pkt.bth.version = MR_VERSION;
+	pkt.bth.opcode = MR_OP_WRITE;
+	pkt.bth.flags = MR_F_LAST;
+	pkt.bth.payload_len = 100;
+	pkt.reth.length = 100;
+	std::array<u8, 256> a{}, b{};
+	b.fill(0xa5);
+	u32 len = mr_pkt_build(&pkt, a.data(), a.size());
+	ASSERT_EQ(mr_pkt_build_header(&pkt, b.data(), b.size()), len);
+	const u32 hdr = len - 100;
+	EXPECT_TRUE(std::equal(a.begin(), a.begin() + hdr, b.begin()));
+	EXPECT_TRUE(std::all_of(b.begin() + hdr, b.begin() + len, [](u8 x) { return x == 0xa5; }));
+	EXPECT_TRUE(std::all_of(a.begin() + hdr, a.begin() + len, [](u8 x) { return x == 0; }));
+	EXPECT_EQ(mr_pkt_build_header(&pkt, b.data(), len - 1), 0u);
+}
+
 TEST(Codec, BuilderRespectsCapacity_MR_GEN_5)
 {
 	std::vector<u8> b = Bytes(mr_codec_cases[0]);

@@ -49,6 +49,11 @@ done
 ip link add fab0 type veth peer name fab0 netns fr
 ip addr add "$MR_EP/24" dev fab0
 ip -n fr addr add "$ep_net.254/24" dev fab0
+# MetaRoCE sends a path's burst as one UDP GSO skb; a veth would carry it whole to
+# the links' netem, which then drops or delays the burst as one packet.  Cut at
+# the endpoint, as a NIC without UDP segmentation offload does (TCP's TSO is left
+# as it is).
+ethtool -K fab0 tx-udp-segmentation off >/dev/null
 ip link set fab0 up
 ip -n fr link set fab0 up
 ip route add "$peer_net.0/24" via "$ep_net.254" dev fab0
