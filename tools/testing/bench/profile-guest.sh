@@ -105,4 +105,4 @@ for t in $transports; do
 		--percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -n 40 |
 		sed "s/^/# $t $MR_ROLE | /"
 done
-pair_barrier done || exit 1
+pair_barrier finished || exit 1
