@@ -137,7 +137,7 @@ TEST(Pacing, PacesAtTwiceTheWindowPerSrtt_MR_CC_7)
 
 // [MR-CC-8] new data goes in bursts of MR_PATH_BURST packets on one path, so that the
 // receiver acknowledges a burst at once instead of a packet per path; the next burst takes
-// the path with the most room, and a retransmission ends a burst.
+// another path, the one with the most room.
 TEST(Path, NewDataGoesInBurstsOfSixteenOnOnePath_MR_CC_8)
 {
 	Pair p(8);
