@@ -21,15 +21,23 @@ fi
 ip netns add ct
 ip netns add cd
 ip link add v1 netns ct type veth peer name v2 netns cd
-ip -n ct addr add 198.18.1.1/24 dev v1
-ip -n ct addr add 198.18.1.3/24 dev v1	# a second tester address, above the DUT
-for a in 4 5 $(seq 10 17) 20 21 22 23 24; do	# more, for fresh handshakes (20-22, 24: connections of one test, 23: a stranger)
-	ip -n ct addr add 198.18.1.$a/24 dev v1
+# The tester's addresses: 1 the shared peer, 3 a second one above the DUT, the rest for
+# fresh handshakes (20-22, 24: connections of one test, 23: a stranger).
+testers=(1 3 4 5 10 11 12 13 14 15 16 17 20 21 22 23 24)
+for a in "${testers[@]}"; do
+	ip -n ct addr add "198.18.1.$a/24" dev v1
 done
 ip -n cd addr add 198.18.1.2/24 dev v2
 for ns in ct cd; do ip -n "$ns" link set lo up; done
 ip -n ct link set v1 up
 ip -n cd link set v2 up
+# The DUT's neighbours, fixed: the kernel's address resolution (rdma_resolve_ip, which
+# mr_dut uses as kernel ULPs do) waited out its whole 2 s timeout here for a neighbour
+# it had to ask for, and the single-threaded tester answers no one meanwhile.
+mac=$(ip -n ct -br link show v1 | awk '{print $3}')
+for a in "${testers[@]}"; do
+	ip -n cd neigh replace "198.18.1.$a" lladdr "$mac" dev v2 nud permanent
+done
 # The tester reads the DUT's packets from a raw socket, which takes a UDP GSO skb whole
 # (the DUT sends a path's burst as one): the veth cuts them, as a NIC without UDP
 # segmentation offload does.
