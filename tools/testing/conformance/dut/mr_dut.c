@@ -229,27 +229,19 @@ static void mr_dut_resolved(int status, struct sockaddr *src, struct rdma_dev_ad
 /* Kernel users bring a resolved address vector: route and neighbour lookup. */
 static int mr_dut_resolve_dmac(__be32 peer, struct rdma_ah_attr *ah)
 {
-	struct rdma_dev_addr dev_addr = { .sgid_attr = dut.gid };
+	struct rdma_dev_addr dev_addr = { .net = &init_net, .sgid_attr = dut.gid };
 	struct sockaddr_in src = { .sin_family = AF_INET };
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_addr.s_addr = peer };
 	struct mr_dut_resolve r;
-	struct net_device *ndev;
 	int err;
 
-	/* In the namespace of the GID's netdev, where its routes and neighbours are. */
-	rcu_read_lock();
-	ndev = rdma_read_gid_attr_ndev_rcu(dut.gid);
-	dev_addr.net = get_net(IS_ERR(ndev) ? &init_net : dev_net(ndev));
-	rcu_read_unlock();
 	memcpy(&src.sin_addr.s_addr, dut.gid->gid.raw + 12, 4);
 	init_completion(&r.done);
 	err = rdma_resolve_ip((struct sockaddr *)&src, (struct sockaddr *)&dst, &dev_addr,
 			      2000, mr_dut_resolved, true, &r);
-	if (!err)
-		wait_for_completion(&r.done);
-	put_net(dev_addr.net);
 	if (err)
 		return err;
+	wait_for_completion(&r.done);
 	if (r.status)
 		return r.status;
 	ether_addr_copy(ah->roce.dmac, dev_addr.dst_dev_addr);
