@@ -272,7 +272,10 @@ bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out);
 
 /* Completions in MSN order per stream, conn.c. */
 bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out);
-/* Earliest time at which on_timer, next_ack or next_packet may have work. */
+/*
+ * Earliest time at which on_timer, next_ack or next_packet may have work
+ * (sender.c: the receiver's ACK deadlines with the sender's own).
+ */
 u64 mr_conn_next_deadline(const struct mr_conn *c);
 /* Nothing outstanding, open, unacknowledged or uncompleted on either side. */
 bool mr_conn_quiescent(const struct mr_conn *c);

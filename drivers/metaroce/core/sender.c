@@ -862,3 +862,29 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 		send = mr_max_u64(send, c->next_send_ns);
 	return mr_min_u64(t, send);
 }
+
+u64 mr_conn_next_deadline(const struct mr_conn *c)
+{
+	u64 t = MR_NO_DEADLINE;
+	u32 p, i;
+
+	if (c->failed)
+		return t;
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		const struct mr_sack_rx *rp = &c->rx_path[p];
+
+		if (rp->ack_now)
+			t = 0;
+		else if (rp->unacked && rp->ack_deadline_ns)
+			t = mr_min_u64(t, rp->ack_deadline_ns);
+	}
+	for (i = 0; i < c->n_slots; i++)
+		if (c->rx[i]->in_use && c->rx[i]->nak_pending)
+			t = 0;
+	if (c->challenge)
+		t = 0;
+	t = mr_min_u64(t, mr_conn_sender_deadline(c));
+	if (c->next_send_ns)
+		t = mr_min_u64(t, c->next_send_ns);
+	return t;
+}
