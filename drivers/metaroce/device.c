@@ -49,7 +49,7 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
  * Netdev events call this while the device is registered; events are queued
  * to the core, which flushes them when the device is unregistered.
  */
-void metaroce_port_update(struct metaroce_dev *mdev)
+static void metaroce_port_update(struct metaroce_dev *mdev)
 {
 	struct ib_event ev = {};
 
@@ -62,20 +62,12 @@ void metaroce_port_update(struct metaroce_dev *mdev)
 	ib_dispatch_event(&ev);
 }
 
-struct metaroce_dev *metaroce_dev_from_netdev(struct net_device *ndev)
-{
-	struct ib_device *ibdev;
-
-	ibdev = ib_device_get_by_netdev(ndev, METAROCE_DRIVER_ID);
-	return ibdev ? to_mdev(ibdev) : NULL;
-}
-
 /*
  * Let go of the netdev and of its namespace's sockets.  Runs when the netdev
  * is unregistered or moved to another namespace (under RTNL, so the netdev is
  * never kept waiting for us) and again, as a no-op, when the device is freed.
  */
-void metaroce_dev_detach(struct metaroce_dev *mdev)
+static void metaroce_dev_detach(struct metaroce_dev *mdev)
 {
 	struct net_device *ndev;
 
@@ -224,13 +216,31 @@ static void metaroce_dealloc_driver(struct ib_device *ibdev)
 	metaroce_stats_free(mdev);
 }
 
+static struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+{
+	return metaroce_stats_alloc();
+}
+
+/* rdma statistic: the device's counters, then its connections' engine counters. */
+static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+				 u32 port, int index)
+{
+	struct metaroce_dev *mdev = to_mdev(ibdev);
+
+	metaroce_stats_sum(mdev, stats->value);
+	metaroce_conn_eng_stats(mdev, &stats->value[METAROCE_NR_COUNTERS]);
+	return METAROCE_NR_STATS;
+}
+
 static const struct ib_device_ops metaroce_device_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = METAROCE_DRIVER_ID,
 	.uverbs_abi_ver = METAROCE_UVERBS_ABI_VERSION,
 
+	.alloc_hw_port_stats = metaroce_alloc_hw_port_stats,
 	.dealloc_driver = metaroce_dealloc_driver,
 	.get_dev_fw_str = metaroce_get_dev_fw_str,
+	.get_hw_stats = metaroce_get_hw_stats,
 	.get_link_layer = metaroce_get_link_layer,
 	.get_port_immutable = metaroce_get_port_immutable,
 	.query_device = metaroce_query_device,
@@ -269,7 +279,6 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	ib_set_device_ops(ibdev, &metaroce_device_ops);
 	ib_set_device_ops(ibdev, &metaroce_verbs_ops);
 	ib_set_device_ops(ibdev, &metaroce_uverbs_ops);
-	ib_set_device_ops(ibdev, &metaroce_stats_ops);
 	metaroce_uverbs_cmds(ibdev);
 
 	metaroce_conn_dev_init(mdev);
@@ -322,4 +331,48 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 err_dealloc:
 	ib_dealloc_device(ibdev);
 	return err;
+}
+
+/* The netdev under a device changed: its port follows; unregistered, the device goes. */
+static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct metaroce_dev *mdev;
+
+	mdev = metaroce_dev_from_netdev(ndev);
+	if (!mdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:	/* also sent when the netdev changes namespace */
+		metaroce_port_update(mdev);
+		metaroce_dev_detach(mdev);
+		ib_unregister_device_queued(&mdev->ibdev);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+	case NETDEV_CHANGEMTU:
+		metaroce_port_update(mdev);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&mdev->ibdev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block metaroce_netdev_notifier = {
+	.notifier_call = metaroce_netdev_event,
+};
+
+/* The netdev events every device follows: from module load until unload. */
+int metaroce_dev_notifier_init(void)
+{
+	return register_netdevice_notifier(&metaroce_netdev_notifier);
+}
+
+void metaroce_dev_notifier_exit(void)
+{
+	unregister_netdevice_notifier(&metaroce_netdev_notifier);
 }

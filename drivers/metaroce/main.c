@@ -56,9 +56,14 @@ static int __init metaroce_init(void)
 {
 	int err;
 
-	err = metaroce_net_init();
+	err = metaroce_rx_init();
 	if (err)
 		return err;
+	err = metaroce_dev_notifier_init();
+	if (err) {
+		metaroce_rx_exit();
+		return err;
+	}
 	rdma_link_register(&metaroce_link_ops);
 	return 0;
 }
@@ -68,7 +73,8 @@ static void __exit metaroce_exit(void)
 	/* No new links, then every device gone, then the sockets. */
 	rdma_link_unregister(&metaroce_link_ops);
 	ib_unregister_driver(METAROCE_DRIVER_ID);
-	metaroce_net_exit();
+	metaroce_dev_notifier_exit();
+	metaroce_rx_exit();
 }
 
 late_initcall(metaroce_init);

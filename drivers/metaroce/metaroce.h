@@ -52,7 +52,20 @@
 #define METAROCE_FIRST_QPN		16
 #define METAROCE_MAX_QPN		0xffffff
 
-struct metaroce_net;
+/*
+ * One pair of sockets per namespace, opened by the first device whose netdev
+ * lives there and closed by the last one, so namespaces without devices cost
+ * nothing.  Kernel sockets hold no reference on their namespace: devices let go
+ * of them synchronously when their netdev leaves (metaroce_dev_detach()).
+ */
+struct metaroce_net {
+	struct net *net;
+	struct mutex lock;	/* users, sock4, sock6 */
+	unsigned int users;
+	struct socket *sock4;
+	struct socket *sock6;
+};
+
 struct metaroce_conn;
 struct mr_stream;
 
@@ -259,7 +272,7 @@ struct metaroce_qp {
 	struct sk_buff_head ud_txq;
 	struct work_struct ud_work;
 	struct metaroce_uqp *uqp;	/* a user QP's rings */
-	struct metaroce_srq *srq;	/* receives come from it (srq.c) */
+	struct metaroce_srq *srq;	/* receives come from it (rq.c) */
 };
 
 static inline struct metaroce_qp *to_mqp(struct ib_qp *ibqp)
@@ -294,12 +307,15 @@ struct metaroce_mr {
 	u64 *pages;		/* page addresses (kernel virtual: software DMA) */
 };
 
-/* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
-void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
-/* Copy between an MR at va and buf (NULL: only check); false if not all inside the MR. */
-bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
-/* Posted REG_MR and LOCAL_INV run at once; see conn.c for their completion order. */
-int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
+/* One more object against a device limit; -ENOMEM when it is reached. */
+static inline int metaroce_count_get(atomic_t *count, int max)
+{
+	if (atomic_inc_return(count) > max) {
+		atomic_dec(count);
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 /* Bytes described by an SGE list. */
 static inline u32 metaroce_sge_len(const struct ib_sge *sge, u32 nsge)
@@ -311,64 +327,107 @@ static inline u32 metaroce_sge_len(const struct ib_sge *sge, u32 nsge)
 	return len;
 }
 
-/* conn.c */
+struct metaroce_ucontext {
+	struct ib_ucontext ibuc;
+	struct xarray ahs;	/* AH number -> metaroce_ah, for UD send WQEs */
+};
+
+/*
+ * The glue's files, each under a line that says what it does.  They call each
+ * other downwards only, in this order from the bottom: params, stats, mr, net,
+ * uring, uverbs, cq, rq, complete, sq, ud, place, tx, peer, qp, rx, verbs,
+ * device, main (connection.h: the connection object tx, rx, place, complete,
+ * sq, peer and qp share).
+ */
+
+/* params.c: the module's parameters */
+extern unsigned short metaroce_udp_port;
+extern unsigned int metaroce_paths;
+extern unsigned int metaroce_rto_min_us;
+extern unsigned int metaroce_rto_max_us;
+extern unsigned int metaroce_max_conns;
+extern unsigned int metaroce_max_local_conns;
+extern unsigned int metaroce_link_mbps;
+extern bool metaroce_tx_gso;
+
+/* mr.c: keys resolved and checked against MRs; copies through them */
+struct metaroce_user_sge;
+struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key);
+bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge, bool write);
+bool metaroce_user_sge_in_pd(struct ib_pd *pd, const struct metaroce_user_sge *s, bool write);
+u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int access,
+		       struct metaroce_mr **mrp);
+bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey);
+/* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
+void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
+/* Copy between an MR at va and buf (NULL: only check); false if not all inside the MR. */
+bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
 /*
  * Copy between buf and a QP's SGE list at a byte offset; false if out of range
  * or key, or (to_sge) an MR without IB_ACCESS_LOCAL_WRITE.  buf NULL: only check.
  */
 bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
 		       u32 off, void *buf, u32 len, bool to_sge);
-int metaroce_conn_dev_init(struct metaroce_dev *mdev);
-void metaroce_conn_dev_close_all(struct metaroce_dev *mdev);
-void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev);
-int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *attr);
-void metaroce_qp_detach(struct metaroce_qp *qp);
-void metaroce_qp_set_rnr(struct metaroce_qp *qp);
-int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		       const struct ib_send_wr **bad_wr);
-int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,
-			      const struct ib_send_wr **bad_wr);
-void metaroce_qp_to_error(struct metaroce_qp *qp);
-void metaroce_qp_flush(struct metaroce_qp *qp);
-void metaroce_qp_reset(struct metaroce_qp *qp);
-void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const void *pkt, bool ce);
-void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
-
-/* ud.c */
-void metaroce_ud_init(struct metaroce_qp *qp);
-void metaroce_ud_destroy(struct metaroce_qp *qp);
-void metaroce_ud_flush(struct metaroce_qp *qp);
-int metaroce_ud_post_send(struct metaroce_qp *qp, const struct ib_send_wr *wr,
-			  const struct ib_send_wr **bad_wr);
-int metaroce_ud_queue(struct metaroce_qp *qp, const struct ib_send_wr *wr,
-		      const struct metaroce_ud_dest *dest);
-void metaroce_ud_post_error(struct metaroce_qp *qp, u64 wr_id, enum ib_wc_status status);
-void metaroce_ud_kick(struct metaroce_qp *qp);
-struct mr_pkt;
-void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct mr_pkt *pkt);
-
-struct metaroce_ucontext {
-	struct ib_ucontext ibuc;
-	struct xarray ahs;	/* AH number -> metaroce_ah, for UD send WQEs */
-};
-
-/* device.c */
-int metaroce_dev_add(const char *name, struct net_device *ndev);
-struct metaroce_dev *metaroce_dev_from_netdev(struct net_device *ndev);
-void metaroce_dev_detach(struct metaroce_dev *mdev);
-void metaroce_port_update(struct metaroce_dev *mdev);
-
-/* verbs.c */
-extern const struct ib_device_ops metaroce_verbs_ops;
+/* Posted REG_MR and LOCAL_INV run at once; they complete in queue order (complete.c). */
+int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
 int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
-void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited);
-void metaroce_rq_flush(struct metaroce_qp *qp);
-int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap);
-int metaroce_rq_post(struct metaroce_rq *rq, const struct ib_recv_wr *wr);
-int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
-			     const struct ib_send_wr **bad_wr);
+struct ib_mr *metaroce_get_dma_mr(struct ib_pd *ibpd, int access);
+int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *metaroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_sg);
+int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		       unsigned int *sg_offset);
 
-/* srq.c */
+/* net.c: our packets onto the wire */
+struct dst_cache;
+void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc);
+
+/* uring.c: rings mapped into a process */
+int metaroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void metaroce_mmap_free(struct rdma_user_mmap_entry *e);
+void *metaroce_uring_slot(struct metaroce_uring *r, u32 index);
+int metaroce_ucq_create(struct metaroce_cq *cq, u32 size, struct ib_udata *udata);
+void metaroce_ucq_destroy(struct metaroce_cq *cq);
+u32 metaroce_ucq_used(struct metaroce_cq *cq);
+void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc);
+int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata);
+void metaroce_uqp_destroy(struct metaroce_qp *qp);
+void metaroce_ud_usq_done(struct metaroce_qp *qp);
+int metaroce_usrq_create(struct metaroce_srq *srq, struct ib_udata *udata);
+void metaroce_usrq_destroy(struct metaroce_srq *srq);
+void metaroce_usrq_publish_done(struct metaroce_srq *srq);
+
+/* uverbs.c: what only processes use */
+extern const struct ib_device_ops metaroce_uverbs_ops;
+void metaroce_uverbs_cmds(struct ib_device *ibdev);
+int metaroce_uah_publish(struct metaroce_ah *ah, struct ib_udata *udata);
+void metaroce_uah_unpublish(struct metaroce_ah *ah);
+enum ib_wc_status metaroce_uah_dest(struct metaroce_qp *qp, u32 handle,
+				    struct metaroce_ud_dest *dest);
+
+/* cq.c: completion queues */
+void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solicited);
+void metaroce_ring_error(struct metaroce_qp *qp, struct ib_cq *cq, u64 wr_id,
+			 enum ib_wc_opcode opcode, enum ib_wc_status status);
+void metaroce_flush_one(struct metaroce_qp *qp, struct ib_cq *ibcq, u64 wr_id,
+			enum ib_wc_opcode opcode);
+int metaroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		       METAROCE_CREATE_CQ_ARG *arg);
+int metaroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int metaroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int metaroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int metaroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+/* rq.c: receive queues and shared receive queues */
+int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap);
+void metaroce_rq_flush(struct metaroce_qp *qp);
+/*
+ * The transport needs receive WQE number idx of a QP (rq.lock held): take
+ * what was posted since from the SRQ or from the process's ring.
+ */
+void metaroce_rq_refill(struct metaroce_qp *qp, u32 idx);
+int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
 int metaroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			struct ib_udata *udata);
 int metaroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
@@ -378,57 +437,95 @@ int metaroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int metaroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			   const struct ib_recv_wr **bad_wr);
 int metaroce_srq_qp_init(struct metaroce_qp *qp, struct ib_srq *ibsrq);
-void metaroce_srq_pull(struct metaroce_qp *qp, u32 idx);
 
-/* uverbs.c */
-extern const struct ib_device_ops metaroce_uverbs_ops;
-void metaroce_uverbs_cmds(struct ib_device *ibdev);
-int metaroce_uah_publish(struct metaroce_ah *ah, struct ib_udata *udata);
-void metaroce_uah_unpublish(struct metaroce_ah *ah);
-enum ib_wc_status metaroce_uah_dest(struct metaroce_qp *qp, u32 handle,
-				    struct metaroce_ud_dest *dest);
+/* complete.c: completions of RC work, flushes, QPs and connections to Error */
+struct metaroce_send_wqe;
+struct mr_completion;
+void metaroce_complete_send(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
+			    enum ib_wc_status status);
+void metaroce_sq_complete_local(struct metaroce_qp *qp);
+void metaroce_qp_to_error(struct metaroce_qp *qp);
+void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm);
+void metaroce_conn_fail_locked(struct metaroce_conn *c);
 
-/* uring.c */
-int metaroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
-void metaroce_mmap_free(struct rdma_user_mmap_entry *e);
-int metaroce_ucq_create(struct metaroce_cq *cq, u32 size, struct ib_udata *udata);
-void metaroce_ucq_destroy(struct metaroce_cq *cq);
-u32 metaroce_ucq_used(struct metaroce_cq *cq);
-void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc);
-int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata);
-void metaroce_uqp_destroy(struct metaroce_qp *qp);
+/* sq.c: send queues, from kernel WRs or a process's ring to the engine */
+int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr);
+int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			     const struct ib_send_wr **bad_wr);
+enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_atomic_wr *aw,
+				     struct ib_rdma_wr *rw, struct ib_sge *sgl,
+				     struct ib_send_wr **out);
 bool metaroce_usq_drain(struct metaroce_qp *qp);
+void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp);
+
+/* ud.c: UD QPs, datagrams out and in */
+struct mr_pkt;
+void metaroce_ud_init(struct metaroce_qp *qp);
+void metaroce_ud_destroy(struct metaroce_qp *qp);
+void metaroce_ud_flush(struct metaroce_qp *qp);
+int metaroce_ud_post_send(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			  const struct ib_send_wr **bad_wr);
 void metaroce_ud_usq_drain(struct metaroce_qp *qp);
-void metaroce_ud_usq_done(struct metaroce_qp *qp);
-void metaroce_urq_pull(struct metaroce_qp *qp);
-int metaroce_usrq_create(struct metaroce_srq *srq, struct ib_udata *udata);
-void metaroce_usrq_destroy(struct metaroce_srq *srq);
-void metaroce_usrq_pull(struct metaroce_srq *srq, struct metaroce_qp *qp);
-void metaroce_usrq_publish_done(struct metaroce_srq *srq);
+void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct mr_pkt *pkt);
 
-/*
- * The transport needs receive WQE number idx of a QP (rq.lock held): take
- * what was posted since from the SRQ or from the process's ring.
- */
-static inline void metaroce_rq_refill(struct metaroce_qp *qp, u32 idx)
-{
-	if (qp->srq)
-		metaroce_srq_pull(qp, idx);
-	else
-		metaroce_urq_pull(qp);
-}
+/* place.c: the responder's checks, placement and atomics (the engine's ops) */
+struct mr_place;
+extern const struct mr_conn_ops metaroce_engine_ops;
+void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl);
 
-/* rx.c */
-int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
+/* tx.c: a connection's transmit work and its timer */
+void metaroce_conn_tx_work(struct work_struct *work);
+enum hrtimer_restart metaroce_conn_timer(struct hrtimer *t);
 
-/* net.c */
-extern unsigned short metaroce_udp_port;
-int metaroce_net_init(void);
-void metaroce_net_exit(void);
+/* peer.c: the connection table */
+int metaroce_conn_dev_init(struct metaroce_dev *mdev);
+void metaroce_conn_dev_close_all(struct metaroce_dev *mdev);
+void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev);
+/* The engine counters (METAROCE_ENG_*), live connections plus those already gone. */
+void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v);
+struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
+					  const struct in6_addr *laddr,
+					  const struct in6_addr *raddr, bool local);
+struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
+					 const struct in6_addr *laddr,
+					 const struct in6_addr *raddr);
+void metaroce_conn_remove(struct metaroce_conn *c, bool failed);
+void metaroce_conn_established(struct metaroce_conn *c);
+void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp);
+void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
+
+/* qp.c: queue pairs and their connection */
+int metaroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		       struct ib_udata *udata);
+int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		       struct ib_udata *udata);
+int metaroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		      struct ib_qp_init_attr *init);
+int metaroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
+
+/* rx.c: the UDP sockets and what arrives on them */
+int metaroce_rx_init(void);
+void metaroce_rx_exit(void);
 struct metaroce_net *metaroce_net_get(struct net *net);
 void metaroce_net_put(struct metaroce_net *mnet);
-struct dst_cache;
-void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc);
+
+/* verbs.c: PDs, AHs and the device's verbs table */
+extern const struct ib_device_ops metaroce_verbs_ops;
+
+/* device.c: the ib_device over a netdev */
+int metaroce_dev_add(const char *name, struct net_device *ndev);
+int metaroce_dev_notifier_init(void);
+void metaroce_dev_notifier_exit(void);
+
+/* The device of a netdev, with a reference (ib_device_put()), or NULL. */
+static inline struct metaroce_dev *metaroce_dev_from_netdev(struct net_device *ndev)
+{
+	struct ib_device *ibdev = ib_device_get_by_netdev(ndev, METAROCE_DRIVER_ID);
+
+	return ibdev ? to_mdev(ibdev) : NULL;
+}
 
 #endif /* METAROCE_H */

@@ -1,21 +1,157 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Receive path: UDP encap hook in softirq, validation, demultiplexing, drops by reason. */
+/*
+ * Where our packets come in: the UDP sockets of each network namespace, and in
+ * softirq the checks and the demultiplexing of what they take (connections,
+ * CONNECT_REQs, UD datagrams), drops counted by reason.
+ */
 
+#include <linux/module.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/inet_ecn.h>
 #include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/udp_tunnel.h>
 
 #include "metaroce.h"
+#include "connection.h"
 #include "trace.h"
 #include "core/codec.h"
+#include "core/handshake.h"
+
+static unsigned int metaroce_net_id __read_mostly;
+
+/*
+ * [MR-CC-9] every MR_SHARE_INTERVAL, share our receive capacity out among
+ * the connections that delivered data (max-min fair, in the engine), and
+ * put each share into the rate hint of that connection's ACKs.  Run
+ * lazily from the receive path: hints only matter in ACKs, and ACKs only
+ * follow received data.
+ */
+static void metaroce_share_tick(struct metaroce_dev *mdev, u64 now)
+{
+	struct metaroce_share_state *ss = &mdev->share;
+	struct metaroce_conn *c;
+	unsigned long id;
+	u64 interval;
+	u32 n = 0, i;
+
+	if (now - READ_ONCE(ss->at_ns) < MR_SHARE_INTERVAL_NS || !spin_trylock(&ss->lock))
+		return;
+	interval = now - ss->at_ns;
+	if (interval < MR_SHARE_INTERVAL_NS)
+		goto out;
+	WRITE_ONCE(ss->at_ns, now);
+
+	rcu_read_lock();
+	xa_for_each(&mdev->conn_ids, id, c) {
+		if (n == METAROCE_SHARE_MAX)
+			break;		/* the rest send no hint (0) */
+		if (!refcount_inc_not_zero(&c->ref))
+			continue;
+		spin_lock(&c->lock);
+		if (!c->established || c->dead) {
+			spin_unlock(&c->lock);
+			metaroce_conn_put(c);
+			continue;
+		}
+		ss->s[n] = c->share;
+		ss->s[n].active = c->share.bytes != 0;
+		c->share.bytes = 0;
+		spin_unlock(&c->lock);
+		ss->conns[n++] = c;
+	}
+	rcu_read_unlock();
+
+	mr_fairshare_compute(ss->s, n, READ_ONCE(metaroce_link_mbps),
+			     (u32)min_t(u64, interval, U32_MAX));
+	for (i = 0; i < n; i++) {
+		c = ss->conns[i];
+		spin_lock(&c->lock);
+		c->share.share_mbps = ss->s[i].share_mbps;
+		c->eng->local_hint = mr_rate_hint_encode(ss->s[i].share_mbps);
+		spin_unlock(&c->lock);
+		metaroce_conn_put(c);
+	}
+out:
+	spin_unlock(&ss->lock);
+}
+
+/* A packet of one of our connections, by conn_id ([MR-CONN-3]). */
+static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
+			     const struct mr_pkt *pkt, bool ce)
+{
+	struct in6_addr laddr, raddr;
+	struct metaroce_conn *c;
+	struct mr_place pl;
+	enum mr_hs_event ev;
+	u64 now;
+
+	rcu_read_lock();
+	c = xa_load(&mdev->conn_ids, pkt->bth.conn_id);
+	if (c && !refcount_inc_not_zero(&c->ref))
+		c = NULL;
+	rcu_read_unlock();
+	if (!c) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "unknown connection");
+		return;
+	}
+	/*
+	 * [MR-SEC-3] a connection is its conn_id and its two addresses: a
+	 * packet naming our id from elsewhere (or to another of our
+	 * addresses) is not the peer's.
+	 */
+	metaroce_skb_addrs(skb, &laddr, &raddr);
+	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr)) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
+		metaroce_conn_put(c);
+		return;
+	}
+
+	spin_lock(&c->lock);
+	now = metaroce_now();
+	c->last_rx_ns = now;
+	switch (pkt->bth.opcode) {
+	case MR_OP_CONNECT_RESP:
+	case MR_OP_CLOSE:
+	case MR_OP_CLOSE_ACK:
+		ev = mr_hs_on_packet(&c->hs, now, pkt);
+		if (ev == MR_HS_EV_ESTABLISHED && !c->established)
+			metaroce_conn_established(c);
+		else if (ev == MR_HS_EV_CLOSED || ev == MR_HS_EV_FAILED)
+			metaroce_conn_fail_locked(c);
+		break;
+	default:
+		if (!c->established || c->dead) {
+			metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
+			break;
+		}
+		if (ce)
+			metaroce_count(mdev, METAROCE_CNT_RX_ECN_CE);
+		if (pkt->bth.opcode == MR_OP_ACK)
+			mr_conn_on_ack(c->eng, now, pkt);
+		else if (pkt->bth.opcode == MR_OP_NAK)
+			mr_conn_on_nak(c->eng, now, pkt);
+		else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE)
+			metaroce_place(c, &pl);
+		c->share.bytes += pkt->bth.payload_len;
+		break;
+	}
+	spin_unlock(&c->lock);
+	metaroce_share_tick(mdev, now);
+	metaroce_conn_kick(c);
+	metaroce_conn_put(c);
+}
 
 /*
  * Called by UDP for every datagram to our port, in softirq context, after the
  * UDP checksum was verified; skb->data points at the UDP header.  Returns 0:
  * the skb is always consumed.
  */
-int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	enum mr_parse_result res;
 	struct metaroce_dev *mdev;
@@ -67,4 +203,127 @@ put:
 drop:
 	kfree_skb(skb);
 	return 0;
+}
+
+static struct socket *metaroce_udp_open(struct net *net, bool ipv6)
+{
+	struct udp_tunnel_sock_cfg tnl = {
+		.encap_type = 1,
+		.encap_rcv = metaroce_udp_encap_recv,
+	};
+	struct udp_port_cfg cfg = {
+		.local_udp_port = htons(metaroce_udp_port),
+	};
+	struct socket *sock;
+	int err;
+
+	if (ipv6) {
+		cfg.family = AF_INET6;
+		cfg.local_ip6 = in6addr_any;
+		cfg.ipv6_v6only = 1;
+	} else {
+		cfg.family = AF_INET;
+		cfg.local_ip.s_addr = htonl(INADDR_ANY);
+	}
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock, &tnl);
+	return sock;
+}
+
+static void metaroce_udp_close(struct socket **sock)
+{
+	if (*sock)
+		udp_tunnel_sock_release(*sock);
+	*sock = NULL;
+}
+
+static int metaroce_net_open(struct metaroce_net *mnet)
+{
+	struct socket *sock;
+
+	sock = metaroce_udp_open(mnet->net, false);
+	if (IS_ERR(sock)) {
+		pr_notice("cannot open UDP port %u: %pe\n", metaroce_udp_port, sock);
+		return PTR_ERR(sock);
+	}
+	mnet->sock4 = sock;
+
+	if (!IS_ENABLED(CONFIG_IPV6))
+		return 0;
+	sock = metaroce_udp_open(mnet->net, true);
+	if (PTR_ERR_OR_ZERO(sock) == -EAFNOSUPPORT)	/* IPv6 disabled: IPv4 only */
+		return 0;
+	if (IS_ERR(sock)) {
+		pr_notice("cannot open UDPv6 port %u: %pe\n", metaroce_udp_port, sock);
+		metaroce_udp_close(&mnet->sock4);
+		return PTR_ERR(sock);
+	}
+	mnet->sock6 = sock;
+	return 0;
+}
+
+struct metaroce_net *metaroce_net_get(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+	int err = 0;
+
+	mutex_lock(&mnet->lock);
+	if (!mnet->users)
+		err = metaroce_net_open(mnet);
+	if (!err)
+		mnet->users++;
+	mutex_unlock(&mnet->lock);
+	return err ? ERR_PTR(err) : mnet;
+}
+
+void metaroce_net_put(struct metaroce_net *mnet)
+{
+	if (!mnet)
+		return;
+	mutex_lock(&mnet->lock);
+	if (!--mnet->users) {
+		metaroce_udp_close(&mnet->sock6);
+		metaroce_udp_close(&mnet->sock4);
+	}
+	mutex_unlock(&mnet->lock);
+}
+
+static int __net_init metaroce_pernet_init(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+
+	mnet->net = net;
+	mutex_init(&mnet->lock);
+	return 0;
+}
+
+static void __net_exit metaroce_pernet_exit(struct net *net)
+{
+	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
+
+	/* Netdevs left the namespace before us, and took their devices along. */
+	if (mnet->users)
+		pr_err("namespace exits with %u device(s) attached\n", mnet->users);
+	metaroce_udp_close(&mnet->sock6);
+	metaroce_udp_close(&mnet->sock4);
+	mutex_destroy(&mnet->lock);
+}
+
+static struct pernet_operations metaroce_pernet_ops = {
+	.init = metaroce_pernet_init,
+	.exit = metaroce_pernet_exit,
+	.id = &metaroce_net_id,
+	.size = sizeof(struct metaroce_net),
+};
+
+int metaroce_rx_init(void)
+{
+	return register_pernet_subsys(&metaroce_pernet_ops);
+}
+
+void metaroce_rx_exit(void)
+{
+	unregister_pernet_subsys(&metaroce_pernet_ops);
 }

@@ -74,16 +74,16 @@ void metaroce_stats_free(struct metaroce_dev *mdev)
 	mdev->counters = NULL;
 }
 
-static struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+/* The counters' names, for the RDMA core's hw_counters (rdma statistic). */
+struct rdma_hw_stats *metaroce_stats_alloc(void)
 {
 	return rdma_alloc_hw_stats_struct(metaroce_counter_descs, METAROCE_NR_STATS,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
-static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
-				 u32 port, int index)
+/* The device's own counters (METAROCE_CNT_*), summed over the CPUs, into v. */
+void metaroce_stats_sum(struct metaroce_dev *mdev, u64 *v)
 {
-	struct metaroce_dev *mdev = to_mdev(ibdev);
 	int cpu, i;
 
 	for (i = 0; i < METAROCE_NR_COUNTERS; i++) {
@@ -91,13 +91,6 @@ static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *
 
 		for_each_possible_cpu(cpu)
 			sum += READ_ONCE(per_cpu_ptr(mdev->counters, cpu)->c[i]);
-		stats->value[i] = sum;
+		v[i] = sum;
 	}
-	metaroce_conn_eng_stats(mdev, &stats->value[METAROCE_NR_COUNTERS]);
-	return METAROCE_NR_STATS;
 }
-
-const struct ib_device_ops metaroce_stats_ops = {
-	.alloc_hw_port_stats = metaroce_alloc_hw_port_stats,
-	.get_hw_stats = metaroce_get_hw_stats,
-};

@@ -68,11 +68,9 @@ static inline void metaroce_count(struct metaroce_dev *mdev, enum metaroce_count
 	metaroce_count_add(mdev, c, 1);
 }
 
-/* conn.c: the engine counters, live connections plus those already gone. */
-void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v);
-
 int metaroce_stats_init(struct metaroce_dev *mdev);
 void metaroce_stats_free(struct metaroce_dev *mdev);
-extern const struct ib_device_ops metaroce_stats_ops;
+struct rdma_hw_stats *metaroce_stats_alloc(void);
+void metaroce_stats_sum(struct metaroce_dev *mdev, u64 *v);
 
 #endif /* METAROCE_STATS_H */

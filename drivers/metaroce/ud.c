@@ -214,7 +214,7 @@ static enum ib_wc_status metaroce_ud_build(struct metaroce_qp *qp, const struct 
  * it, like a hardware QP's would: it takes its place in the queue as an empty
  * skb.
  */
-void metaroce_ud_post_error(struct metaroce_qp *qp, u64 wr_id, enum ib_wc_status status)
+static void metaroce_ud_post_error(struct metaroce_qp *qp, u64 wr_id, enum ib_wc_status status)
 {
 	struct metaroce_ud_cb failed = { .wr_id = wr_id, .signaled = true, .status = status };
 	struct sk_buff *skb = NULL;
@@ -235,8 +235,8 @@ void metaroce_ud_post_error(struct metaroce_qp *qp, u64 wr_id, enum ib_wc_status
  * Queue one datagram to dest; the caller kicks the transmit work.  An error
  * return means the WR was refused and not queued.
  */
-int metaroce_ud_queue(struct metaroce_qp *qp, const struct ib_send_wr *wr,
-		      const struct metaroce_ud_dest *dest)
+static int metaroce_ud_queue(struct metaroce_qp *qp, const struct ib_send_wr *wr,
+			     const struct metaroce_ud_dest *dest)
 {
 	struct metaroce_ud_cb failed;
 	enum ib_wc_status status;
@@ -263,7 +263,7 @@ int metaroce_ud_queue(struct metaroce_qp *qp, const struct ib_send_wr *wr,
 }
 
 /* Kick the transmit work after metaroce_ud_queue() or metaroce_ud_post_error(). */
-void metaroce_ud_kick(struct metaroce_qp *qp)
+static void metaroce_ud_kick(struct metaroce_qp *qp)
 {
 	queue_work(METAROCE_TX_WQ, &qp->ud_work);
 }
@@ -386,4 +386,67 @@ void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct
 	spin_unlock(&qp->rq.lock);
 out:
 	rcu_read_unlock();
+}
+
+/*
+ * The doorbell of a user UD QP: every WQE on its send ring becomes a
+ * datagram at once (data and addresses copied), so the AH it names may go
+ * right after.  A WQE the kernel refuses completes with its error in its
+ * place in the queue and stops the queue, as a bad WR of a kernel UD QP
+ * does.  The ring is never left to the transmit work, so the process rings
+ * the doorbell for every post.
+ */
+void metaroce_ud_usq_drain(struct metaroce_qp *qp)
+{
+	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
+	struct metaroce_uqp *u = qp->uqp;
+	struct metaroce_user_sqe *e = u->scratch;
+	struct metaroce_ud_dest dest;
+	struct ib_atomic_wr aw;
+	struct ib_rdma_wr rw;
+	struct ib_send_wr *wr;
+	enum ib_wc_status st;
+	bool kick = false;
+	u32 prod;
+
+	mutex_lock(&u->ud_lock);
+	/* Pairs with the process's release of prod: its WQEs before the index. */
+	prod = smp_load_acquire(&u->sq.hdr->prod);
+	if (prod - u->sq.cons > u->sq.n) {
+		/* An index no honest producer writes: the queue stops for good. */
+		metaroce_count(mdev, METAROCE_CNT_USER_WQE_ERRORS);
+		metaroce_ud_post_error(qp, 0, IB_WC_LOC_QP_OP_ERR);
+		u->sq.cons = prod;
+		WRITE_ONCE(u->sq.hdr->cons, prod);
+		kick = true;
+	}
+	while (u->sq.cons != prod && READ_ONCE(qp->state) >= IB_QPS_RTS) {
+		memcpy(e, metaroce_uring_slot(&u->sq, u->sq.cons), u->sq.esize);
+		WRITE_ONCE(u->sq.hdr->cons, ++u->sq.cons);
+		kick = true;
+		memset(&rw, 0, sizeof(rw));
+		/* A QP without send WQEs has no inline buffer either. */
+		st = qp->sq.max_wr ? metaroce_sqe_to_wr(qp, &aw, &rw, u->sgl, &wr) :
+				     IB_WC_LOC_QP_OP_ERR;
+		if (st == IB_WC_SUCCESS && wr != &rw.wr)
+			st = IB_WC_LOC_QP_OP_ERR;	/* no atomics on UD */
+		if (st == IB_WC_SUCCESS) {
+			st = metaroce_uah_dest(qp, e->ah_handle, &dest);
+			if (st != IB_WC_SUCCESS)
+				metaroce_count(mdev, METAROCE_CNT_USER_AH_ERRORS);
+		}
+		if (st == IB_WC_SUCCESS) {
+			dest.qpn = e->remote_qpn;
+			dest.qkey = e->remote_qkey;
+			if (metaroce_ud_queue(qp, wr, &dest))
+				st = IB_WC_LOC_QP_OP_ERR;
+		}
+		if (st != IB_WC_SUCCESS) {
+			metaroce_count(mdev, METAROCE_CNT_USER_WQE_ERRORS);
+			metaroce_ud_post_error(qp, e->wr_id, st);
+		}
+	}
+	mutex_unlock(&u->ud_lock);
+	if (kick)
+		metaroce_ud_kick(qp);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Shared receive queues.
+ * Receive queues: a QP's own ring (post_recv, or a process's mapped ring),
+ * shared receive queues, their refill when the transport needs a receive, and
+ * their flush.
  *
  * A QP with an SRQ still has a small receive ring of its own: the receive
  * WQEs it has taken from the SRQ for messages that have begun to arrive.
@@ -25,6 +27,130 @@
 
 /* An SRQ's lock nests inside a QP's receive lock: a class of its own for lockdep. */
 static struct lock_class_key metaroce_srq_lock_key;
+
+int metaroce_rq_init(struct metaroce_rq *rq, const struct ib_qp_cap *cap)
+{
+	spin_lock_init(&rq->lock);
+	rq->max_wr = cap->max_recv_wr;
+	rq->max_sge = cap->max_recv_sge;
+	rq->wqe_size = size_add(sizeof(struct metaroce_recv_wqe),
+				array_size(rq->max_sge, sizeof(struct ib_sge)));
+	if (!rq->max_wr)
+		return 0;
+	/* A power of two, so free-running indices stay valid across u32 wrap. */
+	rq->slots = roundup_pow_of_two(rq->max_wr);
+	rq->wqes = kvcalloc(rq->slots, rq->wqe_size, GFP_KERNEL);
+	return rq->wqes ? 0 : -ENOMEM;
+}
+
+/* One receive WQE onto a QP's or an SRQ's ring; -ENOMEM when it is full. */
+static int metaroce_rq_post(struct metaroce_rq *rq, const struct ib_recv_wr *wr)
+{
+	struct metaroce_recv_wqe *wqe;
+
+	spin_lock_bh(&rq->lock);
+	if (rq->tail - rq->head >= rq->max_wr) {
+		spin_unlock_bh(&rq->lock);
+		return -ENOMEM;
+	}
+	wqe = metaroce_rq_wqe(rq, rq->tail);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	memcpy(wqe->sge, wr->sg_list, wr->num_sge * sizeof(*wr->sg_list));
+	rq->tail++;
+	spin_unlock_bh(&rq->lock);
+	return 0;
+}
+
+/*
+ * Move the receives a process posted on ring r into rq, the kernel's copy,
+ * as far as rq has room; rq->lock held.  Their SGEs must name MRs of pd; a
+ * bad WQE completes at once with an error on qp's receive CQ.
+ */
+static void metaroce_uring_pull_recv(struct metaroce_uring *r, void *scratch,
+				     struct metaroce_rq *rq, struct ib_pd *pd,
+				     struct metaroce_qp *qp)
+{
+	struct metaroce_user_rqe *e = scratch;
+	struct metaroce_user_sge *s = (void *)(e + 1);
+	struct metaroce_recv_wqe *w;
+	enum ib_wc_status st;
+	u32 prod, i;
+
+	/* Pairs with the process's release of prod: its WQEs before the index. */
+	prod = smp_load_acquire(&r->hdr->prod);
+	if (prod - r->cons > r->n) {
+		metaroce_ring_error(qp, qp->ibqp.recv_cq, 0, IB_WC_RECV, IB_WC_LOC_QP_OP_ERR);
+		r->cons = prod;
+		WRITE_ONCE(r->hdr->cons, prod);
+	}
+	while (r->cons != prod && rq->tail - rq->head < rq->max_wr) {
+		memcpy(e, metaroce_uring_slot(r, r->cons), r->esize);
+		WRITE_ONCE(r->hdr->cons, ++r->cons);
+		st = IB_WC_SUCCESS;
+		if (e->num_sge > rq->max_sge)
+			st = IB_WC_LOC_LEN_ERR;
+		for (i = 0; st == IB_WC_SUCCESS && i < e->num_sge; i++)
+			if (!metaroce_user_sge_in_pd(pd, &s[i], true))
+				st = IB_WC_LOC_PROT_ERR;
+		if (st != IB_WC_SUCCESS) {
+			metaroce_ring_error(qp, qp->ibqp.recv_cq, e->wr_id, IB_WC_RECV, st);
+			continue;
+		}
+		w = metaroce_rq_wqe(rq, rq->tail);
+		w->wr_id = e->wr_id;
+		w->num_sge = e->num_sge;
+		for (i = 0; i < e->num_sge; i++) {
+			w->sge[i].addr = s[i].addr;
+			w->sge[i].length = s[i].length;
+			w->sge[i].lkey = s[i].lkey;
+		}
+		rq->tail++;
+	}
+}
+
+/*
+ * Take posted receives from the process's receive ring into the receive
+ * queue, with rq->lock held: the transport calls this when it needs a
+ * receive, so posting one needs no system call.
+ */
+static void metaroce_urq_pull(struct metaroce_qp *qp)
+{
+	struct metaroce_uqp *u = qp->uqp;
+
+	if (!u || !u->rq.hdr)
+		return;
+	metaroce_uring_pull_recv(&u->rq, u->scratch, &qp->rq, qp->ibqp.pd, qp);
+	WRITE_ONCE(u->rq.hdr->done, qp->rq.head);
+}
+
+/*
+ * Take what the process posted on its SRQ ring into the SRQ (srq->rq.lock
+ * held) for qp, which needs a receive; qp takes the blame for bad WQEs.
+ */
+static void metaroce_usrq_pull(struct metaroce_srq *srq, struct metaroce_qp *qp)
+{
+	metaroce_uring_pull_recv(srq->uring, srq->scratch, &srq->rq, srq->ibsrq.pd, qp);
+}
+
+/* In the Error state every posted receive completes with a flush error. */
+void metaroce_rq_flush(struct metaroce_qp *qp)
+{
+	struct metaroce_rq *rq = &qp->rq;
+	struct metaroce_recv_wqe *wqe;
+	u64 wr_id;
+
+	spin_lock_bh(&rq->lock);
+	metaroce_urq_pull(qp);
+	while (rq->head != rq->tail) {
+		wqe = metaroce_rq_wqe(rq, rq->head++);
+		wr_id = wqe->wr_id;
+		spin_unlock_bh(&rq->lock);
+		metaroce_flush_one(qp, qp->ibqp.recv_cq, wr_id, IB_WC_RECV);
+		spin_lock_bh(&rq->lock);
+	}
+	spin_unlock_bh(&rq->lock);
+}
 
 static int metaroce_srq_check(const struct ib_srq_attr *attr)
 {
@@ -154,7 +280,7 @@ int metaroce_srq_qp_init(struct metaroce_qp *qp, struct ib_srq *ibsrq)
  * for every number before it; qp->rq.lock held (softirq or process context
  * with BHs off). An SRQ whose armed limit is crossed raises its event once.
  */
-void metaroce_srq_pull(struct metaroce_qp *qp, u32 idx)
+static void metaroce_srq_pull(struct metaroce_qp *qp, u32 idx)
 {
 	struct metaroce_srq *srq = qp->srq;
 	struct metaroce_rq *rq = &qp->rq, *s = &srq->rq;
@@ -188,4 +314,62 @@ void metaroce_srq_pull(struct metaroce_qp *qp, u32 idx)
 		ev.event = IB_EVENT_SRQ_LIMIT_REACHED;
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 	}
+}
+
+/*
+ * The transport needs receive WQE number idx of a QP (rq.lock held): take
+ * what was posted since from the SRQ or from the process's ring.
+ */
+void metaroce_rq_refill(struct metaroce_qp *qp, u32 idx)
+{
+	if (qp->srq)
+		metaroce_srq_pull(qp, idx);
+	else
+		metaroce_urq_pull(qp);
+}
+
+int metaroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	struct metaroce_qp *qp = to_mqp(ibqp);
+	struct metaroce_rq *rq = &qp->rq;
+	enum ib_qp_state state;
+	int err = 0;
+
+	if (qp->srq) {		/* its receives are posted to the SRQ */
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (qp->uqp) {
+		/* Only a doorbell: the receives are on the process's ring. */
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+			metaroce_rq_flush(qp);
+		} else {
+			spin_lock_bh(&rq->lock);
+			metaroce_urq_pull(qp);
+			spin_unlock_bh(&rq->lock);
+		}
+		return 0;
+	}
+	for (; wr; wr = wr->next) {
+		state = READ_ONCE(qp->state);
+		if (state == IB_QPS_RESET || wr->num_sge > rq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		if (state == IB_QPS_ERR) {
+			metaroce_flush_one(qp, ibqp->recv_cq, wr->wr_id, IB_WC_RECV);
+			continue;
+		}
+		err = metaroce_rq_post(rq, wr);
+		if (err)
+			break;
+	}
+	if (err)
+		*bad_wr = wr;
+	return err;
 }

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The connection table of a device: connections made for our QPs or accepted
+ * from peers' CONNECT_REQs ([MR-CONN-2], [MR-CONN-7], [MR-CONN-12]), their
+ * establishment, idle CLOSE ([MR-CONN-9]) and removal.
+ */
+
+#include <linux/hrtimer.h>
+#include <linux/random.h>
+#include <net/dst_cache.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
+
+#include "metaroce.h"
+#include "connection.h"
+#include "trace.h"
+#include "core/cc.h"
+#include "core/codec.h"
+#include "core/handshake.h"
+
+void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp)
+{
+	int slot;
+
+	slot = mr_conn_open_stream(c->eng, qp->ibqp.qp_num, qp->attr.dest_qp_num, qp->stream_mem);
+	if (slot >= 0)
+		qp->stream_mem = NULL;	/* the engine's until the stream closes */
+	if (slot < 0) {
+		metaroce_count(c->mdev, METAROCE_CNT_STREAM_OPEN_ERRORS);
+		metaroce_qp_to_error(qp);
+		return;
+	}
+	qp->slot = slot;
+	c->stream_qp[slot] = qp;
+	/* The stream's rsn 0 is the first receive not yet taken. */
+	spin_lock(&qp->rq.lock);
+	qp->rq_base = qp->rq.head;
+	spin_unlock(&qp->rq.lock);
+	mr_conn_set_rnr(c->eng, slot, qp->attr.rnr_retry, metaroce_rnr_us(qp->attr.min_rnr_timer));
+	metaroce_sq_push(c, qp);
+}
+
+void metaroce_conn_established(struct metaroce_conn *c)
+{
+	struct mr_conn_cfg cfg;
+	struct metaroce_qp *qp;
+
+	mr_conn_cfg_defaults(&cfg);
+	mr_hs_conn_cfg(&c->hs, &cfg);
+	if (READ_ONCE(metaroce_rto_min_us))
+		cfg.rto.min_ns = (u64)READ_ONCE(metaroce_rto_min_us) * NSEC_PER_USEC;
+	if (READ_ONCE(metaroce_rto_max_us))
+		cfg.rto.max_ns = (u64)READ_ONCE(metaroce_rto_max_us) * NSEC_PER_USEC;
+	cfg.rto.max_ns = max(cfg.rto.max_ns, cfg.rto.min_ns);
+	cfg.rto.initial_ns = clamp(cfg.rto.initial_ns, cfg.rto.min_ns, cfg.rto.max_ns);
+	cfg.seed = get_random_u64();
+	mr_conn_init(c->eng, &cfg);
+	c->eng->ops = &metaroce_engine_ops;
+	c->eng->ops_ctx = c;
+	c->established = true;
+	list_for_each_entry(qp, &c->qps, conn_node)
+		if (qp->slot < 0)
+			metaroce_open_stream(c, qp);
+}
+
+/*
+ * A connection of ours, made for our QP (local) or accepted from a peer.
+ * Charged to the memory cgroup of the task that makes it: the process whose
+ * QP asked, or the accept worker.
+ */
+struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
+					  const struct in6_addr *laddr,
+					  const struct in6_addr *raddr, bool local)
+{
+	struct metaroce_conn *c;
+	int err, tries;
+	u32 p;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	if (!c)
+		return NULL;
+	c->eng = kvzalloc(sizeof(*c->eng), GFP_KERNEL_ACCOUNT);
+	for (p = 0; c->eng && p < MR_MAX_PATHS; p++) {
+		if (dst_cache_init(&c->dst[p], GFP_KERNEL_ACCOUNT))
+			break;
+	}
+	if (!c->eng || p < MR_MAX_PATHS) {
+		metaroce_conn_free_dst(c);
+		kvfree(c->eng);
+		kfree(c);
+		return NULL;
+	}
+	c->mdev = mdev;
+	c->laddr = *laddr;
+	c->raddr = *raddr;
+	refcount_set(&c->ref, 1);	/* the table's */
+	c->idle_since = metaroce_now();	/* an accepted one waits for its first QP */
+	spin_lock_init(&c->lock);
+	INIT_LIST_HEAD(&c->qps);
+	hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	c->timer.function = metaroce_conn_timer;
+	INIT_WORK(&c->tx_work, metaroce_conn_tx_work);
+
+	/* [MR-CONN-3] random over all 32 bits, nonzero and unique among ours. */
+	for (tries = 0, err = -EBUSY; tries < 16 && err == -EBUSY; tries++) {
+		c->id = get_random_u32();
+		if (c->id)
+			err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
+	}
+	if (err) {
+		metaroce_conn_free_dst(c);
+		kvfree(c->eng);
+		kfree(c);
+		return NULL;
+	}
+	list_add(&c->node, &mdev->conns);
+	mdev->nr_conns++;
+	c->local = local;
+	mdev->nr_local_conns += local;
+	/* One accepted from a peer whose QP never comes here must not stay forever. */
+	queue_delayed_work(system_wq, &mdev->conn_idle_work, nsecs_to_jiffies(MR_CONN_IDLE_NS) + 1);
+	return c;
+}
+
+struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
+					 const struct in6_addr *laddr,
+					 const struct in6_addr *raddr)
+{
+	struct metaroce_conn *c;
+
+	/*
+	 * A retiring connection (its QPs are gone, the CLOSE waits for
+	 * MR_CONN_IDLE) is reused while it is established: the peer may
+	 * still have QPs on it, and its new QPs join it, [MR-CONN-2]. (A
+	 * connection of ours made beside it would leave our new QP and the
+	 * peer's on different connections: nvme discover then connect did
+	 * that.) One whose handshake never finished is not: the peer may
+	 * have restarted since. If it has, its new incarnation's
+	 * CONNECT_REQ ends the old connection and its QPs, [MR-CONN-7].
+	 */
+	list_for_each_entry(c, &mdev->conns, node)
+		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
+		    !c->dead && (!c->retiring || c->established))
+			return c;
+	return NULL;
+}
+
+/* Add a connection's engine counters to v (METAROCE_ENG_* order). */
+static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
+{
+	const struct mr_conn *e = c->eng;
+
+	spin_lock_bh(&c->lock);
+	v[METAROCE_ENG_RETRANSMITS - METAROCE_NR_COUNTERS] += e->retransmits;
+	v[METAROCE_ENG_RTOS - METAROCE_NR_COUNTERS] += e->rtos;
+	v[METAROCE_ENG_SPURIOUS_RTOS - METAROCE_NR_COUNTERS] += e->spurious_rtos;
+	v[METAROCE_ENG_SACK_LOSSES - METAROCE_NR_COUNTERS] += e->sack_losses;
+	v[METAROCE_ENG_TAIL_PROBES - METAROCE_NR_COUNTERS] += e->tail_probes;
+	v[METAROCE_ENG_MSG_PROBES - METAROCE_NR_COUNTERS] += e->msg_probes;
+	v[METAROCE_ENG_PATH_FAILURES - METAROCE_NR_COUNTERS] += e->path_failures;
+	v[METAROCE_ENG_RX_DUPLICATES - METAROCE_NR_COUNTERS] += e->rx_duplicates;
+	v[METAROCE_ENG_RX_DROPPED - METAROCE_NR_COUNTERS] += e->rx_dropped;
+	v[METAROCE_ENG_NAKS_SENT - METAROCE_NR_COUNTERS] += e->naks_sent;
+	v[METAROCE_ENG_NAKS_RECEIVED - METAROCE_NR_COUNTERS] += e->naks_received;
+	v[METAROCE_ENG_ECN_ECHOES - METAROCE_NR_COUNTERS] += e->ecn_echoes;
+	v[METAROCE_ENG_RX_BAD_RSNS - METAROCE_NR_COUNTERS] += e->rx_bad_rsns;
+	v[METAROCE_ENG_ACKS_SENT - METAROCE_NR_COUNTERS] += e->acks_sent;
+	v[METAROCE_ENG_ACKS_RECEIVED - METAROCE_NR_COUNTERS] += e->acks_received;
+	v[METAROCE_ENG_PACER_BLOCKED - METAROCE_NR_COUNTERS] += e->pacer_blocked;
+	v[METAROCE_ENG_WINDOW_FULL - METAROCE_NR_COUNTERS] += e->window_full;
+	spin_unlock_bh(&c->lock);
+}
+
+void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v)
+{
+	struct metaroce_conn *c;
+
+	mutex_lock(&mdev->conn_mutex);
+	memcpy(v, mdev->eng_retired, sizeof(mdev->eng_retired));
+	list_for_each_entry(c, &mdev->conns, node)
+		metaroce_conn_eng_add(c, v);
+	mutex_unlock(&mdev->conn_mutex);
+}
+
+/* Take a connection out of the table and stop it; conn_mutex held. */
+void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
+{
+	spin_lock_bh(&c->lock);
+	if (failed)
+		metaroce_conn_fail_locked(c);
+	c->dead = true;
+	spin_unlock_bh(&c->lock);
+	xa_erase(&c->mdev->conn_ids, c->id);
+	list_del_init(&c->node);
+	c->mdev->nr_conns--;
+	c->mdev->nr_local_conns -= c->local;
+	metaroce_conn_eng_add(c, c->mdev->eng_retired);
+	/* dead is set: neither a running work nor the receive path re-arms the timer. */
+	hrtimer_cancel(&c->timer);
+	if (cancel_work_sync(&c->tx_work))
+		metaroce_conn_put(c);	/* the queued work's reference */
+	metaroce_conn_put(c);		/* the table's */
+}
+
+/* Connections without QPs: CLOSE those idle for MR_CONN_IDLE, drop dead ones. */
+static void metaroce_conn_idle_work(struct work_struct *work)
+{
+	struct metaroce_dev *mdev = container_of(to_delayed_work(work), struct metaroce_dev,
+						 conn_idle_work);
+	struct metaroce_conn *c, *tmp;
+	u64 now = metaroce_now(), wait = 0;
+	bool close, drop;
+
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry_safe(c, tmp, &mdev->conns, node) {
+		spin_lock_bh(&c->lock);
+		/*
+		 * Without QPs for MR_CONN_IDLE: an established connection is
+		 * closed, a handshake nobody waits for any more is dropped;
+		 * a dead connection goes at once.
+		 */
+		close = false;
+		drop = list_empty(&c->qps) && c->dead;
+		if (list_empty(&c->qps) && !c->dead) {
+			if (now - c->idle_since < MR_CONN_IDLE_NS)
+				wait = max(wait, MR_CONN_IDLE_NS - (now - c->idle_since));
+			else if (c->hs.state == MR_HS_ESTABLISHED)
+				close = true;
+			else
+				drop = true;
+		}
+		if (close)
+			mr_hs_close(&c->hs, now, MR_CLOSE_IDLE);
+		spin_unlock_bh(&c->lock);
+		if (close) {
+			/* Best effort CLOSE, then the connection goes. */
+			metaroce_conn_kick(c);
+			flush_work(&c->tx_work);
+		}
+		if (close || drop)
+			metaroce_conn_remove(c, false);
+	}
+	mutex_unlock(&mdev->conn_mutex);
+	if (wait)
+		queue_delayed_work(system_wq, &mdev->conn_idle_work, nsecs_to_jiffies(wait) + 1);
+}
+
+/* CONNECT_REQs need memory for a new connection: accept them in process context. */
+void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	if (skb_queue_len(&mdev->connect_reqs) >= 64) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+		kfree_skb(skb);
+		return;
+	}
+	skb_queue_tail(&mdev->connect_reqs, skb);
+	schedule_work(&mdev->accept_work);
+}
+
+static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	struct in6_addr laddr, raddr;
+	struct metaroce_conn *c;
+	struct mr_hs_local l;
+	enum mr_hs_event ev;
+	struct mr_pkt pkt;
+
+	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
+			 &pkt) != MR_PARSE_OK)
+		return;
+	metaroce_skb_addrs(skb, &laddr, &raddr);
+
+	c = metaroce_conn_find(mdev, &laddr, &raddr);
+	if (c && c->hs.state == MR_HS_IDLE) {
+		/* Our QP is waiting for exactly this request. */
+		metaroce_hs_local(mdev, &l);
+		spin_lock_bh(&c->lock);
+		if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) ==
+		    MR_HS_EV_ESTABLISHED)
+			metaroce_conn_established(c);
+		spin_unlock_bh(&c->lock);
+		metaroce_conn_kick(c);
+		return;
+	}
+	if (c) {
+		enum mr_hs_restart restart = MR_HS_RESTART_ACCEPT;
+		enum mr_hs_req_verdict verdict;
+
+		spin_lock_bh(&c->lock);
+		verdict = mr_hs_classify_req(&c->hs, &pkt);
+		if (verdict == MR_HS_REQ_DUPLICATE) {
+			mr_hs_on_duplicate_req(&c->hs, metaroce_now());
+		} else if (verdict == MR_HS_REQ_YIELD) {
+			ev = mr_hs_yield(&c->hs, &pkt);
+			if (ev == MR_HS_EV_ESTABLISHED && !c->established)
+				metaroce_conn_established(c);
+		} else if (verdict == MR_HS_REQ_RESTARTED || verdict == MR_HS_REQ_REPLACED) {
+			/*
+			 * [MR-CONN-7] believed only when the old connection,
+			 * challenged, stays silent: one spoofed CONNECT_REQ
+			 * must not end every QP to the peer.
+			 */
+			restart = mr_hs_restart_check(&c->hs, metaroce_now(),
+						      READ_ONCE(c->last_rx_ns));
+			if (restart == MR_HS_RESTART_CHALLENGE && c->established)
+				mr_conn_challenge(c->eng);
+		}
+		spin_unlock_bh(&c->lock);
+		if (restart != MR_HS_RESTART_ACCEPT)
+			metaroce_count(mdev, METAROCE_CNT_RESTART_CHALLENGES);
+		if (verdict == MR_HS_REQ_DUPLICATE || verdict == MR_HS_REQ_YIELD ||
+		    verdict == MR_HS_REQ_IGNORE || restart != MR_HS_RESTART_ACCEPT) {
+			metaroce_conn_kick(c);
+			return;
+		}
+		/* A restarted or replaced peer, proven: the old connection goes. */
+		metaroce_conn_remove(c, true);
+	}
+	if (mdev->nr_conns >= READ_ONCE(metaroce_max_conns)) {
+		/* [MR-SEC-4] silently: an answer would serve a flood. */
+		metaroce_count(mdev, METAROCE_CNT_CONN_LIMIT_DROPS);
+		return;
+	}
+	c = metaroce_conn_alloc(mdev, &laddr, &raddr, false);
+	if (!c) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+		return;
+	}
+	metaroce_hs_local(mdev, &l);
+	spin_lock_bh(&c->lock);
+	if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
+		metaroce_conn_established(c);
+	spin_unlock_bh(&c->lock);
+	metaroce_conn_kick(c);
+}
+
+static void metaroce_accept_work(struct work_struct *work)
+{
+	struct metaroce_dev *mdev = container_of(work, struct metaroce_dev, accept_work);
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&mdev->connect_reqs))) {
+		mutex_lock(&mdev->conn_mutex);
+		metaroce_accept_one(mdev, skb);
+		mutex_unlock(&mdev->conn_mutex);
+		kfree_skb(skb);
+	}
+}
+
+int metaroce_conn_dev_init(struct metaroce_dev *mdev)
+{
+	mutex_init(&mdev->conn_mutex);
+	INIT_LIST_HEAD(&mdev->conns);
+	xa_init(&mdev->conn_ids);
+	skb_queue_head_init(&mdev->connect_reqs);
+	INIT_WORK(&mdev->accept_work, metaroce_accept_work);
+	INIT_DELAYED_WORK(&mdev->conn_idle_work, metaroce_conn_idle_work);
+	mdev->incarnation = get_random_u64() | 1;
+	spin_lock_init(&mdev->share.lock);
+	return 0;
+}
+
+/*
+ * [MR-CONN-9] Device going away, its netdev still attached: every QP is
+ * destroyed by now.  Tell each established peer with one best-effort CLOSE,
+ * so that its QPs to us fail now and its next QP asks our next incarnation,
+ * instead of joining a connection whose other end is gone.
+ */
+void metaroce_conn_dev_close_all(struct metaroce_dev *mdev)
+{
+	struct metaroce_conn *c;
+	bool close;
+
+	/* The accept work makes connections, which arm the idle work: stop it first. */
+	cancel_work_sync(&mdev->accept_work);
+	skb_queue_purge(&mdev->connect_reqs);
+	cancel_delayed_work_sync(&mdev->conn_idle_work);
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry(c, &mdev->conns, node) {
+		spin_lock_bh(&c->lock);
+		close = !c->dead && c->hs.state == MR_HS_ESTABLISHED;
+		if (close)
+			mr_hs_close(&c->hs, metaroce_now(), MR_CLOSE_NORMAL);
+		spin_unlock_bh(&c->lock);
+		if (close) {
+			metaroce_conn_kick(c);
+			flush_work(&c->tx_work);
+		}
+	}
+	mutex_unlock(&mdev->conn_mutex);
+}
+
+/* Device going away: every QP is destroyed by now; drop what connections remain. */
+void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev)
+{
+	struct metaroce_conn *c, *tmp;
+
+	cancel_work_sync(&mdev->accept_work);
+	skb_queue_purge(&mdev->connect_reqs);
+	cancel_delayed_work_sync(&mdev->conn_idle_work);
+	mutex_lock(&mdev->conn_mutex);
+	list_for_each_entry_safe(c, tmp, &mdev->conns, node)
+		metaroce_conn_remove(c, false);
+	mutex_unlock(&mdev->conn_mutex);
+	xa_destroy(&mdev->conn_ids);
+}
