@@ -5,7 +5,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh" build build61 lint || exit 1
 src=$("$top/scripts/kernel-source.sh") || exit 1
-cd "$top"
+cd "$top" || exit 1
 fails=0
 
 step() { echo "lint: $*"; }
@@ -30,6 +30,9 @@ if grep -qE '(ERROR|WARNING|CHECK):' <<<"$out"; then
 	grep -E '(ERROR|WARNING|CHECK):' <<<"$out"
 	bad "checkpatch"
 fi
+
+step "the glue's layering (each file calls only the files below it)"
+"$top/scripts/layering.sh" || bad "layering"
 
 kbuild() { # series extra-make-args...
 	local series=$1 kver dir=$top
