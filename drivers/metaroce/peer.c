@@ -130,18 +130,14 @@ struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
 	struct metaroce_conn *c;
 
 	/*
-	 * A retiring connection (its QPs are gone, the CLOSE waits for
-	 * MR_CONN_IDLE) is reused while it is established: the peer may
-	 * still have QPs on it, and its new QPs join it, [MR-CONN-2]. (A
-	 * connection of ours made beside it would leave our new QP and the
-	 * peer's on different connections: nvme discover then connect did
-	 * that.) One whose handshake never finished is not: the peer may
-	 * have restarted since. If it has, its new incarnation's
-	 * CONNECT_REQ ends the old connection and its QPs, [MR-CONN-7].
+	 * [MR-CONN-2] the rule is the engine's (mr_hs_joinable()).  A
+	 * connection of ours made beside a retiring one would leave our new
+	 * QP and the peer's on different connections: nvme discover then
+	 * connect did that.
 	 */
 	list_for_each_entry(c, &mdev->conns, node)
 		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
-		    !c->dead && (!c->retiring || c->established))
+		    mr_hs_joinable(&c->hs, c->dead, c->retiring))
 			return c;
 	return NULL;
 }
@@ -209,36 +205,29 @@ static void metaroce_conn_idle_work(struct work_struct *work)
 	struct metaroce_dev *mdev = container_of(to_delayed_work(work), struct metaroce_dev,
 						 conn_idle_work);
 	struct metaroce_conn *c, *tmp;
-	u64 now = metaroce_now(), wait = 0;
-	bool close, drop;
+	u64 now = metaroce_now(), wait = 0, w;
+	enum mr_hs_idle_verdict v;
 
 	mutex_lock(&mdev->conn_mutex);
 	list_for_each_entry_safe(c, tmp, &mdev->conns, node) {
 		spin_lock_bh(&c->lock);
 		/*
-		 * Without QPs for MR_CONN_IDLE: an established connection is
-		 * closed, a handshake nobody waits for any more is dropped;
-		 * a dead connection goes at once.
+		 * [MR-CONN-9] without QPs for MR_CONN_IDLE: an established
+		 * connection is closed, a handshake nobody waits for any more
+		 * is dropped; a dead connection goes at once.
 		 */
-		close = false;
-		drop = list_empty(&c->qps) && c->dead;
-		if (list_empty(&c->qps) && !c->dead) {
-			if (now - c->idle_since < MR_CONN_IDLE_NS)
-				wait = max(wait, MR_CONN_IDLE_NS - (now - c->idle_since));
-			else if (c->hs.state == MR_HS_ESTABLISHED)
-				close = true;
-			else
-				drop = true;
-		}
-		if (close)
+		v = mr_hs_idle(&c->hs, !list_empty(&c->qps), c->dead, c->idle_since, now, &w);
+		if (v == MR_HS_IDLE_WAIT)
+			wait = wait ? min(wait, w) : w;	/* the next one due */
+		else if (v == MR_HS_IDLE_CLOSE)
 			mr_hs_close(&c->hs, now, MR_CLOSE_IDLE);
 		spin_unlock_bh(&c->lock);
-		if (close) {
+		if (v == MR_HS_IDLE_CLOSE) {
 			/* Best effort CLOSE, then the connection goes. */
 			metaroce_conn_kick(c);
 			flush_work(&c->tx_work);
 		}
-		if (close || drop)
+		if (v == MR_HS_IDLE_CLOSE || v == MR_HS_IDLE_DROP)
 			metaroce_conn_remove(c, false);
 	}
 	mutex_unlock(&mdev->conn_mutex);
@@ -262,8 +251,8 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 {
 	struct in6_addr laddr, raddr;
 	struct metaroce_conn *c;
+	enum mr_hs_req_action act;
 	struct mr_hs_local l;
-	enum mr_hs_event ev;
 	struct mr_pkt pkt;
 
 	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
@@ -271,46 +260,27 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		return;
 	metaroce_skb_addrs(skb, &laddr, &raddr);
 
+	metaroce_hs_local(mdev, &l);
 	c = metaroce_conn_find(mdev, &laddr, &raddr);
-	if (c && c->hs.state == MR_HS_IDLE) {
-		/* Our QP is waiting for exactly this request. */
-		metaroce_hs_local(mdev, &l);
-		spin_lock_bh(&c->lock);
-		if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) ==
-		    MR_HS_EV_ESTABLISHED)
-			metaroce_conn_established(c);
-		spin_unlock_bh(&c->lock);
-		metaroce_conn_kick(c);
-		return;
-	}
 	if (c) {
-		enum mr_hs_restart restart = MR_HS_RESTART_ACCEPT;
-		enum mr_hs_req_verdict verdict;
-
 		spin_lock_bh(&c->lock);
-		verdict = mr_hs_classify_req(&c->hs, &pkt);
-		if (verdict == MR_HS_REQ_DUPLICATE) {
-			mr_hs_on_duplicate_req(&c->hs, metaroce_now());
-		} else if (verdict == MR_HS_REQ_YIELD) {
-			ev = mr_hs_yield(&c->hs, &pkt);
-			if (ev == MR_HS_EV_ESTABLISHED && !c->established)
-				metaroce_conn_established(c);
-		} else if (verdict == MR_HS_REQ_RESTARTED || verdict == MR_HS_REQ_REPLACED) {
-			/*
-			 * [MR-CONN-7] believed only when the old connection,
-			 * challenged, stays silent: one spoofed CONNECT_REQ
-			 * must not end every QP to the peer.
-			 */
-			restart = mr_hs_restart_check(&c->hs, metaroce_now(),
-						      READ_ONCE(c->last_rx_ns));
-			if (restart == MR_HS_RESTART_CHALLENGE && c->established)
-				mr_conn_challenge(c->eng);
-		}
+		/*
+		 * [MR-CONN-7] a claim of a restart is believed only when the
+		 * old connection, challenged, stays silent: one spoofed
+		 * CONNECT_REQ must not end every QP to the peer.
+		 */
+		act = mr_hs_on_connect_req(&c->hs, metaroce_now(), READ_ONCE(c->last_rx_ns), &pkt);
+		if (act == MR_HS_ACT_ACCEPT &&
+		    mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
+			metaroce_conn_established(c);	/* our QP waited for it */
+		else if (act == MR_HS_ACT_ESTABLISHED && !c->established)
+			metaroce_conn_established(c);
+		else if (act == MR_HS_ACT_CHALLENGE && c->established)
+			mr_conn_challenge(c->eng);
 		spin_unlock_bh(&c->lock);
-		if (restart != MR_HS_RESTART_ACCEPT)
+		if (act == MR_HS_ACT_CHALLENGE || act == MR_HS_ACT_WAIT)
 			metaroce_count(mdev, METAROCE_CNT_RESTART_CHALLENGES);
-		if (verdict == MR_HS_REQ_DUPLICATE || verdict == MR_HS_REQ_YIELD ||
-		    verdict == MR_HS_REQ_IGNORE || restart != MR_HS_RESTART_ACCEPT) {
+		if (act != MR_HS_ACT_REPLACE) {
 			metaroce_conn_kick(c);
 			return;
 		}
@@ -327,7 +297,6 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 		return;
 	}
-	metaroce_hs_local(mdev, &l);
 	spin_lock_bh(&c->lock);
 	if (mr_hs_accept(&c->hs, &l, &pkt, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
 		metaroce_conn_established(c);

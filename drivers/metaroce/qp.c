@@ -157,7 +157,7 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 		 * the lower address asks and the other waits for its
 		 * CONNECT_REQ, so the handshake never crosses itself.
 		 */
-		if (memcmp(laddr, raddr, sizeof(*laddr)) < 0) {
+		if (mr_hs_we_ask(laddr->s6_addr, raddr->s6_addr)) {
 			metaroce_hs_local(mdev, &l);
 			spin_lock_bh(&c->lock);
 			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());

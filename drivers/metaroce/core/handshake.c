@@ -153,6 +153,67 @@ enum mr_hs_restart mr_hs_restart_check(struct mr_hs *hs, u64 now, u64 last_rx_ns
 	return MR_HS_RESTART_WAIT;
 }
 
+bool mr_hs_we_ask(const u8 *laddr, const u8 *raddr)
+{
+	u32 i;
+
+	for (i = 0; i < 16; i++)
+		if (laddr[i] != raddr[i])
+			return laddr[i] < raddr[i];
+	return false;	/* ourselves: nobody asks */
+}
+
+bool mr_hs_joinable(const struct mr_hs *hs, bool failed, bool retiring)
+{
+	if (failed || hs->state == MR_HS_CLOSED || hs->state == MR_HS_FAILED)
+		return false;
+	return !retiring || hs->state == MR_HS_ESTABLISHED || hs->state == MR_HS_CLOSING;
+}
+
+enum mr_hs_req_action mr_hs_on_connect_req(struct mr_hs *hs, u64 now, u64 last_rx_ns,
+					   const struct mr_pkt *req)
+{
+	switch (mr_hs_classify_req(hs, req)) {
+	case MR_HS_REQ_NEW:
+		/* idle: our QP waits for it; closed or failed: nothing left to keep */
+		return hs->state == MR_HS_IDLE ? MR_HS_ACT_ACCEPT : MR_HS_ACT_REPLACE;
+	case MR_HS_REQ_DUPLICATE:
+		mr_hs_on_duplicate_req(hs, now);
+		return MR_HS_ACT_NONE;
+	case MR_HS_REQ_YIELD:
+		return mr_hs_yield(hs, req) == MR_HS_EV_ESTABLISHED ? MR_HS_ACT_ESTABLISHED :
+								      MR_HS_ACT_NONE;
+	case MR_HS_REQ_IGNORE:
+		return MR_HS_ACT_NONE;
+	case MR_HS_REQ_RESTARTED:
+	case MR_HS_REQ_REPLACED:
+		switch (mr_hs_restart_check(hs, now, last_rx_ns)) {
+		case MR_HS_RESTART_CHALLENGE:
+			return MR_HS_ACT_CHALLENGE;
+		case MR_HS_RESTART_WAIT:
+			return MR_HS_ACT_WAIT;
+		default:
+			return MR_HS_ACT_REPLACE;
+		}
+	}
+	return MR_HS_ACT_NONE;
+}
+
+enum mr_hs_idle_verdict mr_hs_idle(const struct mr_hs *hs, bool in_use, bool failed,
+				   u64 idle_since, u64 now, u64 *wait_ns)
+{
+	*wait_ns = 0;
+	if (in_use)
+		return MR_HS_IDLE_KEEP;
+	if (failed)
+		return MR_HS_IDLE_DROP;
+	if (now - idle_since < MR_CONN_IDLE_NS) {
+		*wait_ns = MR_CONN_IDLE_NS - (now - idle_since);
+		return MR_HS_IDLE_WAIT;
+	}
+	return hs->state == MR_HS_ESTABLISHED ? MR_HS_IDLE_CLOSE : MR_HS_IDLE_DROP;
+}
+
 static enum mr_hs_event mr_hs_on_resp(struct mr_hs *hs, const struct mr_pkt *pkt)
 {
 	const struct mr_connh *ch = &pkt->conn;

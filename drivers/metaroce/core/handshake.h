@@ -89,7 +89,49 @@ enum mr_hs_restart {
 	MR_HS_RESTART_ACCEPT,		/* the old connection stayed silent: replace it */
 };
 
+/* What the owner of a connection does with a CONNECT_REQ from its peer's address. */
+enum mr_hs_req_action {
+	MR_HS_ACT_NONE,		/* answered, ignored or dropped: nothing more */
+	MR_HS_ACT_ACCEPT,	/* our QP waits for it: mr_hs_accept() into this hs */
+	MR_HS_ACT_ESTABLISHED,	/* [MR-CONN-11] we yielded: the connection is up now */
+	MR_HS_ACT_CHALLENGE,	/* [MR-CONN-7] challenge the live connection (mr_conn_challenge) */
+	MR_HS_ACT_WAIT,		/* [MR-CONN-7] a challenge runs or was answered: dropped */
+	MR_HS_ACT_REPLACE,	/* the old connection goes, its QPs fail; accept the request anew */
+};
+
+/* [MR-CONN-9] what becomes of a connection that has no streams. */
+enum mr_hs_idle_verdict {
+	MR_HS_IDLE_KEEP,	/* it has streams */
+	MR_HS_IDLE_WAIT,	/* without streams for less than MR_CONN_IDLE: *wait_ns more */
+	MR_HS_IDLE_CLOSE,	/* established and idle for MR_CONN_IDLE: CLOSE, then free it */
+	MR_HS_IDLE_DROP,	/* failed, or a handshake no stream waits for: free it */
+};
+
 void mr_hs_local_defaults(struct mr_hs_local *l, u64 incarnation);
+
+/*
+ * [MR-CONN-12] whether we send CONNECT_REQ: our address (16 bytes, IPv4 as its
+ * v4-mapped IPv6 address) is the lower one.  The other side waits MR_CONN_WAIT.
+ */
+bool mr_hs_we_ask(const u8 *laddr, const u8 *raddr);
+/*
+ * [MR-CONN-2] whether a new stream to the peer joins this connection: not while it
+ * failed, nor when its streams are gone and it never came up (the peer may have
+ * restarted since); an established one whose streams went (retiring, closed after
+ * MR_CONN_IDLE) is joined, since the peer's QPs may still use it.
+ */
+bool mr_hs_joinable(const struct mr_hs *hs, bool failed, bool retiring);
+/*
+ * A CONNECT_REQ from the peer of this hs: classified ([MR-CONN-5], [MR-CONN-7],
+ * [MR-CONN-11]), duplicates answered, a crossing request yielded to, and a claim of a
+ * restart challenged before it is believed.  last_rx_ns: when the connection last
+ * received a packet from the peer.
+ */
+enum mr_hs_req_action mr_hs_on_connect_req(struct mr_hs *hs, u64 now, u64 last_rx_ns,
+					   const struct mr_pkt *req);
+/* [MR-CONN-9] in_use: the connection has streams; idle_since: when its last one went. */
+enum mr_hs_idle_verdict mr_hs_idle(const struct mr_hs *hs, bool in_use, bool failed,
+				   u64 idle_since, u64 now, u64 *wait_ns);
 
 /* Requester: start with a random nonzero conn_id and a random initial PSN. */
 int mr_hs_connect(struct mr_hs *hs, const struct mr_hs_local *l, u64 now, u32 conn_id,

@@ -300,6 +300,100 @@ TEST(Handshake, RestartIsBelievedOnlyAfterAChallengeGoesUnanswered_MR_CONN_7)
 		  MR_HS_RESTART_CHALLENGE);
 }
 
+// The connection table's rules, in the engine so that the kernel and the simulator run the
+// same ones: what a CONNECT_REQ from a known peer address does to its connection.
+TEST(Handshake, ConnectRequestsForAKnownPeerGetOneAction_MR_CONN_7)
+{
+	mr_hs a, b;
+	mr_hs idle{};
+	mr_pkt req = Establish(a, b);
+	EXPECT_EQ(mr_hs_on_connect_req(&idle, 0, 0, &req), MR_HS_ACT_ACCEPT)
+		<< "our QP waits for this request [MR-CONN-12]";
+	EXPECT_EQ(mr_hs_on_connect_req(&b, 1, 0, &req), MR_HS_ACT_NONE)
+		<< "a duplicate is answered again [MR-CONN-5]";
+
+	// a's next incarnation asks: challenged, refused meanwhile, believed after the silence
+	mr_hs a2;
+	mr_hs_local la2 = Local(0x3333);
+	mr_hs_connect(&a2, &la2, 0, 11, 4);
+	mr_pkt req2 = Next(a2);
+	const u64 t0 = 5 * MR_RESTART_CHALLENGE_NS;
+	EXPECT_EQ(mr_hs_on_connect_req(&b, t0, 0, &req2), MR_HS_ACT_CHALLENGE);
+	EXPECT_EQ(mr_hs_on_connect_req(&b, t0 + 1000, 0, &req2), MR_HS_ACT_WAIT);
+	EXPECT_EQ(mr_hs_on_connect_req(&b, t0 + MR_RESTART_CHALLENGE_NS, 0, &req2),
+		  MR_HS_ACT_REPLACE);
+
+	// the old peer answers the challenge: the claim is refused
+	mr_hs c;
+	Establish(a, c);
+	EXPECT_EQ(mr_hs_on_connect_req(&c, t0, 0, &req2), MR_HS_ACT_CHALLENGE);
+	EXPECT_EQ(mr_hs_on_connect_req(&c, t0 + MR_RESTART_CHALLENGE_NS, t0 + 1, &req2),
+		  MR_HS_ACT_WAIT);
+	EXPECT_EQ(c.state, MR_HS_ESTABLISHED);
+
+	// [MR-CONN-11] crossing requests: exactly one side yields and is up at once
+	mr_hs x, y;
+	mr_hs_local lx = Local(0x1111), ly = Local(0x2222);
+	mr_hs_connect(&x, &lx, 0, 7, 1);
+	mr_hs_connect(&y, &ly, 0, 9, 2);
+	mr_pkt rx = Next(x), ry = Next(y);
+	mr_hs_req_action to_x = mr_hs_on_connect_req(&x, 0, 0, &ry);
+	mr_hs_req_action to_y = mr_hs_on_connect_req(&y, 0, 0, &rx);
+	EXPECT_EQ((to_x == MR_HS_ACT_ESTABLISHED) + (to_y == MR_HS_ACT_ESTABLISHED), 1);
+	EXPECT_EQ((to_x == MR_HS_ACT_NONE) + (to_y == MR_HS_ACT_NONE), 1);
+
+	// nothing left to keep of a closed connection
+	mr_hs d;
+	Establish(a, d);
+	d.state = MR_HS_CLOSED;
+	EXPECT_EQ(mr_hs_on_connect_req(&d, 0, 0, &req), MR_HS_ACT_REPLACE);
+}
+
+// [MR-CONN-12] the lower address asks, compared as 16 bytes (IPv4 v4-mapped).
+TEST(Handshake, TheLowerAddressAsks_MR_CONN_12)
+{
+	const u8 v4_2[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 1, 2 };
+	const u8 v4_21[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 1, 21 };
+	const u8 v6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	EXPECT_TRUE(mr_hs_we_ask(v4_2, v4_21));
+	EXPECT_FALSE(mr_hs_we_ask(v4_21, v4_2));
+	EXPECT_FALSE(mr_hs_we_ask(v4_2, v4_2)) << "nobody asks itself";
+	EXPECT_TRUE(mr_hs_we_ask(v4_21, v6)) << "byte by byte from the first";
+}
+
+// [MR-CONN-2] which connection a new QP to the peer joins.
+TEST(Handshake, NewStreamsJoinLiveOrEstablishedConnections_MR_CONN_2)
+{
+	mr_hs a, b;
+	mr_hs idle{};
+	Establish(a, b);
+	EXPECT_TRUE(mr_hs_joinable(&idle, false, false)) << "a handshake our QPs wait for";
+	EXPECT_FALSE(mr_hs_joinable(&idle, false, true))
+		<< "one that never came up and lost its QPs: the peer may have restarted since";
+	EXPECT_TRUE(mr_hs_joinable(&b, false, true)) << "retiring but established";
+	EXPECT_FALSE(mr_hs_joinable(&b, true, false)) << "failed";
+	b.state = MR_HS_CLOSED;
+	EXPECT_FALSE(mr_hs_joinable(&b, false, false)) << "closed";
+}
+
+// [MR-CONN-9] a connection without streams waits MR_CONN_IDLE, then closes (established) or goes.
+TEST(Handshake, IdleConnectionsCloseAfterTheIdleTime_MR_CONN_9)
+{
+	mr_hs a, b;
+	mr_hs idle{};
+	Establish(a, b);
+	const u64 t0 = 1000;
+	u64 wait = 1;
+	EXPECT_EQ(mr_hs_idle(&b, true, false, t0, t0 + MR_CONN_IDLE_NS, &wait), MR_HS_IDLE_KEEP);
+	EXPECT_EQ(wait, 0u);
+	EXPECT_EQ(mr_hs_idle(&b, false, true, t0, t0, &wait), MR_HS_IDLE_DROP) << "failed: at once";
+	EXPECT_EQ(mr_hs_idle(&b, false, false, t0, t0 + 3000, &wait), MR_HS_IDLE_WAIT);
+	EXPECT_EQ(wait, MR_CONN_IDLE_NS - 3000);
+	EXPECT_EQ(mr_hs_idle(&b, false, false, t0, t0 + MR_CONN_IDLE_NS, &wait), MR_HS_IDLE_CLOSE);
+	EXPECT_EQ(mr_hs_idle(&idle, false, false, t0, t0 + MR_CONN_IDLE_NS, &wait),
+		  MR_HS_IDLE_DROP) << "a handshake nobody waits for";
+}
+
 // [MR-SEC-5] a flood of duplicate requests gets one CONNECT_RESP per MR_CONNECT_RESP_GAP_NS.
 TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
 {

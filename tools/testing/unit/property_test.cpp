@@ -263,6 +263,7 @@ TEST(Property, RestartedPeerReplacesTheStaleConnection_MR_CONN_7)
 		Result r = sim.run();
 		ExpectClean(r, seed);
 		EXPECT_EQ(r.stale_flushed, 1u) << "seed " << seed;
+		EXPECT_GE(r.challenges, 1u) << "seed " << seed << ": believed without a challenge";
 		EXPECT_NE(sim.hs_b().local_conn_id, 0x4343u) << "a new connection";
 		if (HasFailure())
 			break;

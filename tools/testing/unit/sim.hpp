@@ -63,6 +63,7 @@ struct Result {
 	uint32_t atomics = 0;
 	uint32_t tail_probes = 0;
 	uint32_t stale_flushed = 0;	// WQEs of the stale connection completed with an error
+	uint32_t challenges = 0;	// [MR-CONN-7] restart claims challenged before belief
 	std::string diag;	// engine state when the run did not finish cleanly
 	// Times an engine had nothing left to do at `now` (no packet, no ACK, timers run)
 	// yet named a deadline not after `now`: a kernel timer armed for it fires at
@@ -419,18 +420,26 @@ private:
 		}
 		if (op != MR_OP_CONNECT_REQ)
 			return true;
-		switch (mr_hs_classify_req(&hb_, &pkt)) {
-		case MR_HS_REQ_DUPLICATE:
-			mr_hs_on_duplicate_req(&hb_, now);
+		// The rules the kernel's connection table runs (mr_hs_on_connect_req); the old
+		// connection of a restarted peer hears nothing from it (last_rx_ns 0).
+		switch (mr_hs_on_connect_req(&hb_, now, 0, &pkt)) {
+		case MR_HS_ACT_NONE:
 			return true;
-		case MR_HS_REQ_RESTARTED:
-		case MR_HS_REQ_REPLACED:
+		case MR_HS_ACT_CHALLENGE:
+			if (stale_)
+				mr_conn_challenge(stale_.get());
+			res_.challenges++;
+			return true;
+		case MR_HS_ACT_WAIT:
+			return true;
+		case MR_HS_ACT_REPLACE:
 			fail_stale();
+			hb_ = mr_hs{};
 			break;
-		case MR_HS_REQ_NEW:
+		case MR_HS_ACT_ACCEPT:
 			break;
 		default:
-			error("unexpected verdict on a CONNECT_REQ");
+			error("unexpected action on a CONNECT_REQ");
 			return true;
 		}
 		if (mr_hs_accept(&hb_, &lb_, &pkt, static_cast<u32>(rng_()) | 1,
