@@ -313,7 +313,7 @@ static void metaroce_accept_work(struct work_struct *work)
 		mutex_lock(&mdev->conn_mutex);
 		metaroce_accept_one(mdev, skb);
 		mutex_unlock(&mdev->conn_mutex);
-		kfree_skb(skb);
+		consume_skb(skb);
 	}
 }
 

@@ -191,13 +191,16 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		ib_device_put(&mdev->ibdev);
 		return 0;
 	}
-	if (pkt.bth.opcode == MR_OP_UD_SEND) {
+	if (pkt.bth.opcode == MR_OP_UD_SEND)
 		metaroce_ud_rx(mdev, skb, &pkt);
-		goto put;
-	}
-	metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) ?
-			 INET_ECN_is_ce(ip_hdr(skb)->tos) :
-			 INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb))));
+	else
+		metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) ?
+				 INET_ECN_is_ce(ip_hdr(skb)->tos) :
+				 INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb))));
+	/* Taken by the transport (its own drops are counted there): not a drop for the stack. */
+	ib_device_put(&mdev->ibdev);
+	consume_skb(skb);
+	return 0;
 put:
 	ib_device_put(&mdev->ibdev);
 drop:
