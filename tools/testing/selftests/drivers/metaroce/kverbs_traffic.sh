@@ -124,8 +124,18 @@ for op in ${ops//,/ }; do
 done
 check_ktraffic "METAROCE: every op, 1-byte messages" "${mr[@]}" ops=$ops size=1 count=300 depth=8
 check_ktraffic "METAROCE: every op, 64 KiB + 1" "${mr[@]}" ops=$ops size=65537 count=60 depth=4
+# Packets the transport took are consumed, not dropped: a drop monitor (the
+# skb:kfree_skb tracepoint, dropwatch) sees no drop by metaroce on a clean link.
+tr=/sys/kernel/tracing
+[ -e "$tr/trace" ] || mount -t tracefs nodev "$tr"
+echo >"$tr/trace"
+echo 1 >"$tr/events/skb/kfree_skb/enable"
 check_ktraffic "METAROCE: 1 MiB Sends, Writes and Reads" "${mr[@]}" size=1048576 count=8 depth=2 \
 	ops=send,write,read
+echo 0 >"$tr/events/skb/kfree_skb/enable"
+drops=$(grep -c 'location=metaroce_' "$tr/trace" || true)
+log "skb:kfree_skb in metaroce during that run: $drops$(grep -m 3 -o 'location=metaroce_[^ ]*' "$tr/trace" | sed 's/^/ /' | tr -d '\n')"
+check_eq "METAROCE: no packet of the clean run freed as a drop by metaroce" 0 "$drops"
 check_ktraffic "METAROCE: inline Sends and Writes (source overwritten after posting), CQs resized" \
 	"${mr[@]}" ops=send,send_imm,write,write_imm size=200 count=300 depth=8 \
 	inline_max=256 resize_cq=1
