@@ -218,6 +218,16 @@ TEST_F(RelTest, MR_SACK_2_RetransmitsExactlyTheMissingPacket) {
     if (rtos || !followers) continue;  // no SACK gap to judge by
     judged = true;
     EXPECT_EQ(extra, "") << "packets resent that were acknowledged (their offsets / pmtu)";
+    if (!extra.empty()) {
+      // What the DUT sent, to tell a go-back-N from a race of this test.
+      printf("# lost: path %u psn %#x; sent (path/psn/offset/flags):", lost->pkt.bth.path_id,
+             lost->pkt.bth.psn);
+      for (const Received &r : P.seen_data)
+        if (r.pkt.bth.stream == s.my_qpn)
+          printf(" %u/%#x/%u/%#x", r.pkt.bth.path_id, r.pkt.bth.psn, r.pkt.bth.offset / P.pmtu,
+                 r.pkt.bth.flags);
+      printf("\n");
+    }
   }
   EXPECT_TRUE(judged) << "in every attempt an RTO (the guest stalled longer than the DUT's RTO) "
                           "or no packet after the lost one on its path";
@@ -262,8 +272,9 @@ TEST_F(RelTest, MR_REL_3_RtoRetransmitsAndPathsReroll) {
   printf("%s\n", line.c_str());
   ASSERT_GE(sends.size(), 2u) << "no retransmission in the silence";
   EXPECT_GE(sends[1] - sends[0], 0.1) << "retransmitted before MR_MIN_RTO";
+  // MR_MAX_RTO is 1 s; the guest's timers add their lateness.
   for (size_t i = 1; i < sends.size(); i++)
-    EXPECT_LE(sends[i] - sends[i - 1], 32 * 2 + 20) << "silent longer than MR_MAX_RTO";
+    EXPECT_LE(sends[i] - sends[i - 1], 1000 + 100) << "silent longer than MR_MAX_RTO";
   bool rerolled = false;
   for (auto &[path, set] : sports) rerolled |= set.size() > 1;
   EXPECT_TRUE(rerolled) << "no path changed its entropy after repeated RTOs";
