@@ -176,16 +176,22 @@ void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm)
 	}
 }
 
-/* The connection is gone (failed, closed, peer restarted): its QPs go to Error. */
-void metaroce_conn_fail_locked(struct metaroce_conn *c)
+/*
+ * The connection is gone (failed, closed, peer restarted): its QPs go to
+ * Error.  When that fails QPs it is counted and logged (rate-limited): why.
+ */
+void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why)
 {
 	struct metaroce_qp *qp;
 
 	if (c->dead)
 		return;
 	c->dead = true;
-	if (!list_empty(&c->qps))
+	if (!list_empty(&c->qps)) {
 		metaroce_count(c->mdev, METAROCE_CNT_CONN_FAILURES);
+		pr_warn_ratelimited("%s: connection to %pI6c failed its QPs: %s\n",
+				    dev_name(&c->mdev->ibdev.dev), &c->raddr, why);
+	}
 	list_for_each_entry(qp, &c->qps, conn_node) {
 		if (qp->sq.head != qp->sq.tail) {
 			metaroce_complete_send(qp, metaroce_sq_wqe(&qp->sq, qp->sq.head++),

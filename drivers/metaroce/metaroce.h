@@ -446,7 +446,7 @@ void metaroce_complete_send(struct metaroce_qp *qp, struct metaroce_send_wqe *wq
 void metaroce_sq_complete_local(struct metaroce_qp *qp);
 void metaroce_qp_to_error(struct metaroce_qp *qp);
 void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm);
-void metaroce_conn_fail_locked(struct metaroce_conn *c);
+void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why);
 
 /* sq.c: send queues, from kernel WRs or a process's ring to the engine */
 int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,

@@ -184,7 +184,7 @@ void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 {
 	spin_lock_bh(&c->lock);
 	if (failed)
-		metaroce_conn_fail_locked(c);
+		metaroce_conn_fail_locked(c, "the peer restarted [MR-CONN-7]");
 	c->dead = true;
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);

@@ -121,8 +121,10 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 		ev = mr_hs_on_packet(&c->hs, now, pkt);
 		if (ev == MR_HS_EV_ESTABLISHED && !c->established)
 			metaroce_conn_established(c);
-		else if (ev == MR_HS_EV_CLOSED || ev == MR_HS_EV_FAILED)
-			metaroce_conn_fail_locked(c);
+		else if (ev == MR_HS_EV_CLOSED)
+			metaroce_conn_fail_locked(c, "closed by the peer");
+		else if (ev == MR_HS_EV_FAILED)
+			metaroce_conn_fail_locked(c, "the peer refused the handshake");
 		break;
 	default:
 		if (!c->established || c->dead) {

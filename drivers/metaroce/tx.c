@@ -277,11 +277,11 @@ void metaroce_conn_tx_work(struct work_struct *work)
 		WRITE_ONCE(c->ask_at, 0);
 	}
 	if (mr_hs_on_timer(&c->hs, now) == MR_HS_EV_FAILED)
-		metaroce_conn_fail_locked(c);
+		metaroce_conn_fail_locked(c, "no answer to the handshake");
 	if (c->established && !c->dead) {
 		mr_conn_on_timer(c->eng, now);
 		if (c->eng->failed)
-			metaroce_conn_fail_locked(c);
+			metaroce_conn_fail_locked(c, "the peer went silent [MR-CONN-10]");
 	}
 	while (mr_hs_next_packet(&c->hs, now, &pkt))
 		metaroce_queue_pkt(c, &q, &pkt, pkt.sport);

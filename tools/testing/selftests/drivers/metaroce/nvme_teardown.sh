@@ -92,6 +92,9 @@ fi
 check "barrier: host done" pair_barrier done 800
 log "counters: $(rdma statistic show link mr0/1 2>&1 | tr '\n' ' ')"
 if [ "$MR_ROLE" = a ]; then
+	# The host's device went with a CLOSE: the target's QPs failed, and the log says why.
+	check "the target logged why its connections failed" \
+		bash -c "dmesg | grep -q 'metaroce: mr0: connection to .* failed its QPs: closed by the peer'"
 	check "target torn down" nvmet_down
 	check "rmmod nvmet-rdma" modprobe -r nvmet-rdma
 	check "rdma link delete mr0" rdma link delete mr0
