@@ -159,6 +159,8 @@ TEST_F(RelTest, MR_WIRE_7_ReadResponsePackets) {
 // gap).  A sender that resends acknowledged packets when a gap shows (go-back-N) fails.
 TEST_F(RelTest, MR_SACK_2_RetransmitsExactlyTheMissingPacket) {
   CLAUSES("MR-SACK-2 MR-SACK-3 MR-REL-1 MR-REL-2 MR-SACK-1 MR-VERBS-3 MR-CC-8");
+  KNOWN_GAP("the reference module sometimes resends acknowledged packets around tail probes "
+            "without an RTO (up to 50 of 63 in an attempt, 2026-12-02); cause not found yet");
   Peer::Stream s = P.open_stream();
   const uint32_t len = 64 * P.pmtu;
   const std::string write = "write " + std::to_string(s.qp) + " 0 " + std::to_string(len) +
