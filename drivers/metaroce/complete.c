@@ -189,8 +189,13 @@ void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why)
 	c->dead = true;
 	if (!list_empty(&c->qps)) {
 		metaroce_count(c->mdev, METAROCE_CNT_CONN_FAILURES);
-		pr_warn_ratelimited("%s: connection to %pI6c failed its QPs: %s\n",
-				    dev_name(&c->mdev->ibdev.dev), &c->raddr, why);
+		if (ipv6_addr_v4mapped(&c->raddr))
+			pr_warn_ratelimited("%s: connection to %pI4 failed its QPs: %s\n",
+					    dev_name(&c->mdev->ibdev.dev), &c->raddr.s6_addr32[3],
+					    why);
+		else
+			pr_warn_ratelimited("%s: connection to %pI6c failed its QPs: %s\n",
+					    dev_name(&c->mdev->ibdev.dev), &c->raddr, why);
 	}
 	list_for_each_entry(qp, &c->qps, conn_node) {
 		if (qp->sq.head != qp->sq.tail) {
