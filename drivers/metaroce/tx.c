@@ -39,46 +39,6 @@ static struct metaroce_tx_cb *metaroce_tx_cb(struct sk_buff *skb)
 	return (struct metaroce_tx_cb *)skb->cb;
 }
 
-/* A packet with our header and room for payload_len bytes the caller fills in. */
-static struct sk_buff *metaroce_pkt_skb(const struct mr_pkt *pkt, u8 **payload)
-{
-	u32 hlen = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, pkt->ack.n_msg_acks);
-	struct sk_buff *skb;
-	u32 len;
-
-	skb = alloc_skb(METAROCE_TX_HEADROOM + hlen + pkt->bth.payload_len, GFP_ATOMIC);
-	if (!skb)
-		return NULL;
-	skb_reserve(skb, METAROCE_TX_HEADROOM);
-	len = mr_pkt_build(pkt, skb->data, hlen + pkt->bth.payload_len);
-	if (!len) {
-		kfree_skb(skb);
-		return NULL;
-	}
-	skb_put(skb, len);
-	*payload = skb->data + len - pkt->bth.payload_len;
-	return skb;
-}
-
-static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
-			       const struct mr_pkt *pkt, u16 sport)
-{
-	struct sk_buff *skb;
-	u8 *payload;
-
-	skb = metaroce_pkt_skb(pkt, &payload);
-	if (!skb) {
-		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
-		return;
-	}
-	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, sport);
-	memset(metaroce_tx_cb(skb), 0, sizeof(struct metaroce_tx_cb));
-	metaroce_tx_cb(skb)->sport = sport;
-	metaroce_tx_cb(skb)->path = MR_MAX_PATHS;
-	metaroce_tx_cb(skb)->segs = 1;
-	__skb_queue_tail(q, skb);
-}
-
 /* Packets one GSO skb carries at most, and the largest page it takes for them. */
 #define METAROCE_GSO_SEGS	MR_PATH_BURST
 
@@ -173,6 +133,23 @@ static void metaroce_tx_unroom(struct sk_buff_head *q, u32 len)
 		return;
 	__skb_unlink(skb, q);
 	kfree_skb(skb);
+}
+
+/* A packet of the engine's without payload (ACK, NAK, handshake) in an skb of its own. */
+static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
+			       const struct mr_pkt *pkt, u16 sport)
+{
+	u32 len = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, pkt->ack.n_msg_acks) +
+		  pkt->bth.payload_len;
+	u8 *buf = metaroce_tx_single(q, sport, MR_MAX_PATHS, len);
+
+	if (!buf || mr_pkt_build(pkt, buf, len) != len) {
+		if (buf)
+			metaroce_tx_unroom(q, len);
+		metaroce_count(c->mdev, METAROCE_CNT_TX_DROP_NOMEM);
+		return;
+	}
+	trace_metaroce_tx(dev_name(&c->mdev->ibdev.dev), pkt, sport);
 }
 
 /*
