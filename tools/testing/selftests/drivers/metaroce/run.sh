@@ -4,7 +4,9 @@
 #   run.sh [NAME...]     e.g. run.sh link_errors
 # A test's "# vm: ..." header line holds its harness options (--pair,
 # --expect-fail, --timeout S, ...); a "# needs: provider" line builds the
-# rdma-core provider first (make provider), and fails the test if it cannot.
+# rdma-core provider first (make provider), "# needs: deb" the Debian packages
+# (make deb, cached while its inputs are unchanged), and the test fails if
+# that cannot be done.
 # Prints "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +37,7 @@ else
 	mapfile -t tests < <(ls "$here"/*.sh | grep -v -e '/lib.sh$' -e '/run.sh$')
 fi
 
-passed=0 failed=0 failures=() provider_rc=
+passed=0 failed=0 failures=() provider_rc='' deb_rc=''
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
 	read -ra opts < <(sed -n 's/^# vm: //p' "$t" | head -n1)
@@ -49,6 +51,19 @@ for t in "${tests[@]}"; do
 		# Never test a stale provider left by an earlier build.
 		if [ "$provider_rc" != 0 ]; then
 			echo "$name: needs the rdma-core provider, which could not be built (see above)"
+			failed=$((failed + 1))
+			failures+=("$name")
+			echo "FAIL $name ($((SECONDS - start)) s)"
+			continue
+		fi
+	fi
+	if grep -qx '# needs: deb' "$t"; then
+		if [ -z "$deb_rc" ]; then
+			"$top/scripts/deb.sh"
+			deb_rc=$?
+		fi
+		if [ "$deb_rc" != 0 ]; then
+			echo "$name: needs the Debian packages, which could not be built (see above)"
 			failed=$((failed + 1))
 			failures+=("$name")
 			echo "FAIL $name ($((SECONDS - start)) s)"
