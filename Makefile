@@ -21,7 +21,7 @@ KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 .PHONY: all modules module-6.12 module-6.1 clean lint unit kunit selftests selftests-debug \
 	fuzz-guest check provider conformance conformance-mutations bench profile demo help \
 	man install install-module install-provider install-man uninstall dkms-install \
-	dkms-uninstall deb
+	dkms-uninstall deb check-install
 
 all: modules
 
@@ -125,6 +125,12 @@ dkms-uninstall:
 deb:
 	@FORCE=$(FORCE) scripts/deb.sh
 
+# The ways to install, each in a guest with nothing installed: the packages (DKMS
+# builds the module there; selftest deb_install) and make install's step
+# (make_install).  Too slow under TCG for make check.
+check-install: module-6.12 man
+	@tools/testing/selftests/drivers/metaroce/run.sh deb_install make_install
+
 clean:
 	$(MAKE) -C "$(KDIR_612)" M=$(TOP) clean 2>/dev/null || true
 	rm -rf $(BUILD)
@@ -135,6 +141,7 @@ help:
 	@echo "make install    install the module, the provider and metaroce(7); make uninstall"
 	@echo "make dkms-install  the module under DKMS, for every kernel with headers"
 	@echo "make deb        Debian packages metaroce-dkms and ibverbs-provider-metaroce in build/deb"
+	@echo "make check-install  the packages and make install, each in a guest: install, use, remove"
 	@echo "make man        metaroce(7) from Documentation/metaroce/admin-guide.rst"
 	@echo "make module-6.12 build for Debian's 6.12, the kernel the test guests boot"
 	@echo "make module-6.1 compile check against Debian's 6.1 headers"

@@ -6,7 +6,8 @@
 # --expect-fail, --timeout S, ...); a "# needs: provider" line builds the
 # rdma-core provider first (make provider), "# needs: deb" the Debian packages
 # (make deb, cached while its inputs are unchanged), and the test fails if
-# that cannot be done.
+# that cannot be done.  A test with a "# run: by name" line runs only when
+# named (too slow for make check; its make target names it).
 # Prints "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,12 @@ if [ $# -gt 0 ]; then
 	done
 else
 	mapfile -t tests < <(ls "$here"/*.sh | grep -v -e '/lib.sh$' -e '/run.sh$')
+	for i in "${!tests[@]}"; do
+		if grep -q '^# run: by name' "${tests[$i]}"; then
+			echo "run.sh: $(basename "${tests[$i]}" .sh) runs only by name"
+			unset 'tests[i]'
+		fi
+	done
 fi
 
 passed=0 failed=0 failures=() provider_rc='' deb_rc=''
