@@ -40,7 +40,7 @@ source)
 install)
 	command -v dkms >/dev/null || die "dkms is not installed (apt-get install dkms)"
 	src=/usr/src/$name-$version
-	if dkms status -m "$name" -v "$version" | grep -q .; then
+	if [ -n "$(dkms status -m "$name" -v "$version")" ]; then
 		dkms remove -m "$name" -v "$version" --all
 	fi
 	rm -rf "$src"
@@ -64,7 +64,7 @@ install)
 	;;
 uninstall)
 	command -v dkms >/dev/null || die "dkms is not installed"
-	if dkms status -m "$name" -v "$version" | grep -q .; then
+	if [ -n "$(dkms status -m "$name" -v "$version")" ]; then
 		dkms remove -m "$name" -v "$version" --all
 	fi
 	rm -rf "/usr/src/$name-$version"

@@ -58,9 +58,8 @@ module() {
 	dst=$destdir/lib/modules/$kver/updates/metaroce.ko
 	if [ "$action" = install ]; then
 		[ -f "$ko" ] || die "$ko is not built (make)"
-		if command -v dkms >/dev/null && dkms status -m metaroce 2>/dev/null | grep -q .; then
-			say "warning: DKMS also has metaroce ($(dkms status -m metaroce | head -n1));" \
-				"the two copies shadow each other: keep one"
+		if command -v dkms >/dev/null && [ -n "$(dkms status -m metaroce 2>/dev/null)" ]; then
+			say "warning: DKMS also has metaroce; the two copies shadow each other: keep one"
 		fi
 		install -D -m 0644 "$ko" "$dst"
 		say "installed $dst"
