@@ -2,7 +2,9 @@
 # MetaRoCE for Linux: build, lint and test entry points.  `make help` lists them.
 #
 # Every target installs what it needs on first use (scripts/setup.sh).
-# KDIR=/path/to/kernel/build overrides the Debian 6.12 headers.
+# `make` builds for the running kernel when its headers are installed, else for
+# Debian's 6.12 (scripts/kdir.sh; KVER=release or KDIR=/path/to/build overrides);
+# the tests build for Debian's 6.12, the kernel the guests boot (module-6.12).
 
 SHELL := /bin/bash
 TOP := $(CURDIR)
@@ -16,12 +18,20 @@ KBUILD_FLAGS := W=1
 KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
 KDIR_61 = /lib/modules/$$($(TOP)/scripts/kver.sh version 6.1)/build
 
-.PHONY: all modules module-6.1 clean lint unit kunit selftests selftests-debug fuzz-guest check provider \
-	conformance conformance-mutations bench profile demo help
+.PHONY: all modules module-6.12 module-6.1 clean lint unit kunit selftests selftests-debug \
+	fuzz-guest check provider conformance conformance-mutations bench profile demo help \
+	man install install-module install-provider install-man uninstall dkms-install \
+	dkms-uninstall deb check-install
 
 all: modules
 
+# For the running kernel (or KVER=, KDIR=): what make install installs.
 modules:
+	@kdir=$$(scripts/kdir.sh) && echo "make: metaroce.ko for $$kdir" && \
+		$(MAKE) -C "$$kdir" M=$(TOP) $(KBUILD_FLAGS) modules
+
+# For Debian's 6.12, the kernel the test guests boot.
+module-6.12:
 	@scripts/setup.sh build
 	$(MAKE) -C "$(KDIR_612)" M=$(TOP) $(KBUILD_FLAGS) modules
 
@@ -44,7 +54,7 @@ kunit:
 	@scripts/run-kunit.sh
 
 # Guest tests; one by name: make selftests T=link_lifecycle
-selftests: modules
+selftests: module-6.12
 	@tools/testing/selftests/drivers/metaroce/run.sh $(T)
 
 # The guest tests on a debug kernel (KASAN, lockdep, kmemleak, UBSAN) built once from
@@ -84,12 +94,56 @@ fuzz-guest:
 	@CONF_FILTER='FuzzTest.*' CONF_FUZZ_ITERS=$(or $(FUZZ_ITERS),200000) \
 		CONF_FUZZ_SEED=$(or $(FUZZ_SEED),1) tools/testing/conformance/run.sh
 
+# metaroce(7), made from Documentation/metaroce/admin-guide.rst.
+man:
+	@scripts/setup.sh man
+	@scripts/man.sh $(BUILD)/man/metaroce.7
+
+# The module (into /lib/modules/KVER/updates, then depmod), the provider (into
+# libibverbs' provider directory, its .driver file into /etc/libibverbs.d) and the
+# man page (PREFIX=/usr/local); DESTDIR honoured.  KVER: the built module's kernel.
+install: install-module install-provider install-man
+install-module: modules
+	@scripts/install.sh install module
+install-provider: provider
+	@scripts/install.sh install provider
+install-man: man
+	@scripts/install.sh install man
+uninstall:
+	@scripts/install.sh uninstall
+
+# The module's source in /usr/src/metaroce-VERSION, built and installed by DKMS for
+# every kernel with headers (and rebuilt for new ones); dkms-uninstall removes it.
+dkms-install:
+	@scripts/setup.sh dkms
+	@scripts/dkms.sh install
+dkms-uninstall:
+	@scripts/dkms.sh uninstall
+
+# Debian packages metaroce-dkms and ibverbs-provider-metaroce, from the tracked
+# files, into build/deb/ (with lintian's report); FORCE=1 rebuilds.
+deb:
+	@FORCE=$(FORCE) scripts/deb.sh
+
+# The ways to install, each in a guest with nothing installed: the packages (DKMS
+# builds the module there; selftest deb_install) and make install's step
+# (make_install).  Too slow under TCG for make check.
+check-install: module-6.12 man
+	@tools/testing/selftests/drivers/metaroce/run.sh deb_install make_install
+
 clean:
 	$(MAKE) -C "$(KDIR_612)" M=$(TOP) clean 2>/dev/null || true
 	rm -rf $(BUILD)
 
 help:
-	@echo "make            build drivers/metaroce/metaroce.ko (Debian 6.12; KDIR= overrides)"
+	@echo "make            build drivers/metaroce/metaroce.ko for the running kernel (else"
+	@echo "                Debian 6.12; KVER= or KDIR= overrides)"
+	@echo "make install    install the module, the provider and metaroce(7); make uninstall"
+	@echo "make dkms-install  the module under DKMS, for every kernel with headers"
+	@echo "make deb        Debian packages metaroce-dkms and ibverbs-provider-metaroce in build/deb"
+	@echo "make check-install  the packages and make install, each in a guest: install, use, remove"
+	@echo "make man        metaroce(7) from Documentation/metaroce/admin-guide.rst"
+	@echo "make module-6.12 build for Debian's 6.12, the kernel the test guests boot"
 	@echo "make module-6.1 compile check against Debian's 6.1 headers"
 	@echo "make lint       checkpatch --strict, sparse (C=2), W=1 on 6.12 and 6.1"
 	@echo "make unit       C++/GoogleTest tests of core/ (CMake + CTest)"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # make check: every test layer, then one line "N passed, N failed".
 #   builds (6.12 and 6.1, W=1) and lint, unit (GoogleTest/CTest), KUnit (UML),
-#   the rdma-core provider, guest selftests (QEMU), the conformance suite (QEMU).
+#   the rdma-core provider, the Debian packages, guest selftests (QEMU), the
+#   conformance suite (QEMU).
 #   Each layer's log: build/check-logs/LAYER.log
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +32,7 @@ add() {
 }
 
 # Builds and lint: one test each.
-for step in modules module-6.1; do
+for step in module-6.12 module-6.1; do
 	if layer "$step" make --no-print-directory "$step"; then add 1 0 "$step"; else add 0 1 "$step"; fi
 done
 if layer lint scripts/lint.sh; then add 1 0 lint; else add 0 1 lint; fi
@@ -64,6 +65,10 @@ fi
 
 # The rdma-core provider the userspace Verbs selftests load: one test.
 if layer provider scripts/provider.sh; then add 1 0 provider; else add 0 1 provider; fi
+
+# The Debian packages (make deb), lintian clean: one test.  Installing them in a
+# guest takes longer than this whole run may (make check-install).
+if layer deb scripts/deb.sh; then add 1 0 deb; else add 0 1 deb; fi
 
 # Guest selftests: one per test script.
 layer selftests make --no-print-directory selftests

@@ -14,6 +14,8 @@
 #
 # Output: build/provider/libmetaroce-rdmav34.so and metaroce.driver.  Load it
 # with RDMAV_DRIVERS=$PWD/build/provider/libmetaroce (no -rdmav34.so suffix).
+# provider.sh --fetch only puts the tarball in the cache and prints its path
+# (make deb ships it in the source package).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${METAROCE_CACHE:-/var/cache/metaroce}/rdma-core
@@ -53,7 +55,7 @@ fetch_tarball() {
 		-o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
 		-o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
 		-o APT::Sandbox::User=root -o Acquire::Languages=none)
-	echo "provider.sh: fetching $RC_TARBALL from $mirror ($RC_SUITE, deb-src)"
+	echo "provider.sh: fetching $RC_TARBALL from $mirror ($RC_SUITE, deb-src)" >&2
 	# apt-get update exits 0 even when nothing could be fetched.
 	apt-get "${apt[@]}" update >"$tmp/update.log" 2>&1
 	if ! compgen -G "$tmp/lists/*_source_Sources*" >/dev/null; then
@@ -97,6 +99,10 @@ if [ ! -f "$tarball" ] || ! sha_ok "$tarball"; then
 archive ($mirror, suite $RC_SUITE): the userspace provider cannot be built.
 Place the file somewhere and run again with METAROCE_RDMA_CORE_TARBALL=/path/to/$RC_TARBALL."
 fi
+if [ "${1:-}" = --fetch ]; then
+	echo "$tarball"
+	exit 0
+fi
 
 # The unpacked tree, made once and then patched in place.
 src=$cache/rdma-core-$RC_VERSION
@@ -109,19 +115,7 @@ if [ ! -e "$src/.unpacked" ]; then
 fi
 
 # Our provider and ABI header go where upstream would keep them.
-ln -sfn "$top/userspace/providers/metaroce" "$src/providers/metaroce"
-ln -sfn "$top/include/uapi/rdma/metaroce-abi.h" "$src/kernel-headers/rdma/metaroce-abi.h"
-if ! grep -q 'providers/metaroce' "$src/CMakeLists.txt"; then
-	sed -i 's|^add_subdirectory(providers/siw)$|&\nadd_subdirectory(providers/metaroce)|' \
-		"$src/CMakeLists.txt"
-	grep -q 'providers/metaroce' "$src/CMakeLists.txt" ||
-		die "cannot add providers/metaroce to $src/CMakeLists.txt"
-fi
-if ! grep -q 'rdma/metaroce-abi.h' "$src/kernel-headers/CMakeLists.txt"; then
-	sed -i 's|^  rdma/mana-abi.h$|&\n  rdma/metaroce-abi.h|' "$src/kernel-headers/CMakeLists.txt"
-	grep -q 'rdma/metaroce-abi.h' "$src/kernel-headers/CMakeLists.txt" ||
-		die "cannot publish rdma/metaroce-abi.h in $src/kernel-headers/CMakeLists.txt"
-fi
+"$top/scripts/rdma-core-add-provider.sh" "$src"
 
 # Configure once per clone (its own build directory), then build the
 # provider and what it links against: nothing else of rdma-core.
@@ -147,25 +141,8 @@ mv "$out/lib$target.so.tmp" "$out/lib$target.so"
 cp "$top/userspace/metaroce.driver" "$out/metaroce.driver"
 so=$out/lib$target.so
 
-# The provider must load into the system's libibverbs: it registers itself
-# from a constructor through verbs_register_driver_$PABI, and every symbol
-# it takes from libibverbs must exist there with the same version.
-# awk reads all of ldconfig's output: an early exit would SIGPIPE it under pipefail.
+# The provider must load into the system's libibverbs.
+"$top/scripts/provider-check.sh" "$so" >/dev/null || die "$so does not fit the system's libibverbs"
 sys=$(ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64/ && !found { print $NF; found = 1 }')
-[ -n "$sys" ] || die "the system has no libibverbs.so.1 (apt-get install libibverbs1)"
-undef=$(nm -D --undefined-only --with-symbol-versions "$so" | awk '{ print $2 }' | grep '@IBVERBS_' | sort -u)
-grep -qx "verbs_register_driver_$PABI@IBVERBS_PRIVATE_$PABI" <<<"$undef" ||
-	die "$so does not register through verbs_register_driver_$PABI"
-have=$(nm -D --defined-only --with-symbol-versions "$sys" | awk '{ print $3 }' | sed 's/@@*/@/' | sort -u)
-missing=$(comm -23 <(echo "$undef") <(echo "$have"))
-[ -z "$missing" ] || die "$so needs symbols that $sys lacks: $missing"
-exported=$(nm -D --defined-only "$so" | awk '{ print $3 }' | grep -v -e '^_init$' -e '^_fini$' || true)
-[ -z "$exported" ] || die "$so exports symbols (providers must export none): $exported"
-python3 - "$sys" "$so" <<'EOF' || die "$so does not load into $sys"
-import ctypes, sys
-ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
-ctypes.CDLL(sys.argv[2])	# RTLD_NOW: every symbol must resolve; runs the constructor
-EOF
-
 echo "provider.sh: built $so (IBVERBS_PRIVATE_$PABI, loads into $sys)"
 echo "provider.sh: use RDMAV_DRIVERS=$out/libmetaroce, or $out/metaroce.driver in /etc/libibverbs.d/"

@@ -7,7 +7,7 @@
 
 unsigned short metaroce_udp_port = METAROCE_UDP_PORT_DEFAULT;
 module_param_named(udp_port, metaroce_udp_port, ushort, 0444);
-MODULE_PARM_DESC(udp_port, "UDP port MetaRoCE listens on and sends to (default 4793)");
+MODULE_PARM_DESC(udp_port, "UDP port MetaRoCE listens on and sends to (default 64791)");
 
 unsigned int metaroce_paths = 8;
 module_param_named(paths, metaroce_paths, uint, 0444);

@@ -5,7 +5,7 @@
 
 #include "mr_shim.h"
 
-#define MR_UDP_PORT		4793
+#define MR_UDP_PORT		64791
 #define MR_ENTROPY_MIN		49152
 #define MR_ENTROPY_MAX		65535
 #define MR_VERSION		1

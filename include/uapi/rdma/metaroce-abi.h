@@ -18,7 +18,7 @@
 #define METAROCE_DRIVER_ID		0x4d52
 
 /* Default UDP destination port; RoCEv2 owns 4791, so rxe can run beside us. */
-#define METAROCE_UDP_PORT_DEFAULT	4793
+#define METAROCE_UDP_PORT_DEFAULT	64791
 
 /* ABI version of the structures below; bumped on any incompatible change. */
 #define METAROCE_UVERBS_ABI_VERSION	1

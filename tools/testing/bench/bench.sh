@@ -19,7 +19,7 @@ perftest=${BENCH_PERFTEST:-}
 
 "$top/scripts/setup.sh" bench vm
 echo "bench: building metaroce.ko, mr_ktraffic.ko and the report tool"
-make -s -C "$top" modules
+make -s -C "$top" module-6.12
 kver=$("$top/scripts/kver.sh" version 6.12)
 make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/metaroce/ktraffic" \
 	W=1 modules >/dev/null

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
 "$top/scripts/setup.sh" bench vm
-make -s -C "$top" modules
+make -s -C "$top" module-6.12
 kver=$("$top/scripts/kver.sh" version 6.12)
 make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/metaroce/ktraffic" \
 	W=1 modules >/dev/null

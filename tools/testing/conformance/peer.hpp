@@ -66,7 +66,7 @@ struct InMessage {
 
 class Peer {
  public:
-  // The suite's peer: CONF_MY_ADDR; it receives every datagram to port 4791 that no other
+  // The suite's peer: CONF_MY_ADDR; it receives every datagram to kUdpPort that no other
   // peer's address takes.
   Peer();
   // A peer of its own at addr (one of the tester's addresses) whose connection offers

@@ -27,7 +27,7 @@ fi
 kver=$("$top/scripts/kver.sh" version 6.12)
 kdir=${KDIR:-/lib/modules/$kver/build}
 
-make -s -C "$top" --no-print-directory modules
+make -s -C "$top" --no-print-directory module-6.12
 make -s -C "$kdir" M="$here/dut" W=1 modules
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j2 >/dev/null

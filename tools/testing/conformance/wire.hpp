@@ -15,7 +15,7 @@ using Bytes = std::vector<uint8_t>;
 
 // Sizes and limits of constants.rst.
 inline constexpr uint8_t kVersion = 1;
-inline constexpr uint16_t kUdpPort = 4793;
+inline constexpr uint16_t kUdpPort = 64791;
 inline constexpr size_t kBthLen = 32, kMsghLen = 8, kRethLen = 16, kAtomicEthLen = 32,
                         kAtomicAhLen = 8, kImmhLen = 4, kIethLen = 4, kUdhLen = 8, kAckhLen = 48,
                         kMsgAckLen = 8, kNakhLen = 8, kConnhLen = 40, kCloseLen = 8;

@@ -32,6 +32,11 @@ mount -t devpts -o mode=0620,ptmxmode=0666 devpts /dev/pts 2>/dev/null || {
 	mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 }
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+# What udev makes on a booted system: bash's <(...) needs /dev/fd (dkms uses it).
+ln -sfn /proc/self/fd /dev/fd
+ln -sfn /proc/self/fd/0 /dev/stdin
+ln -sfn /proc/self/fd/1 /dev/stdout
+ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /var/tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null

@@ -548,7 +548,7 @@ TEST_F(RelTest, MR_REL_8_MessagePacketWindow) {
   EXPECT_EQ(hex(in_bytes(s.my_qpn, 0)), hex(pattern(len, 0x31)));
 }
 
-// [MR-CONST-1]: the constants visible in the DUT's packets: UDP port 4793, entropy within
+// [MR-CONST-1]: the constants visible in the DUT's packets: UDP port 64791, entropy within
 // 49152..65535, DSCP 26, version 1, the header lengths (each datagram is exactly the base
 // header, its opcode's extension headers and payload_len bytes), at most 16 paths and
 // 16 MSGACKs per ACK.

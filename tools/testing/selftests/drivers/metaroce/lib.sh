@@ -115,9 +115,12 @@ mac_to_guid() {
 	printf '%02x%s:%sff:fe%s:%s%s\n' $((0x${b[0]} ^ 2)) "${b[1]}" "${b[2]}" \
 		"${b[3]}" "${b[4]}" "${b[5]}"
 }
+# The module's default UDP port, read from the user ABI header that defines it.
+MR_UDP_PORT=$(awk '$1 == "#define" && $2 == "METAROCE_UDP_PORT_DEFAULT" { print $3 }' \
+	"$(dirname "${BASH_SOURCE[0]}")/../../../../../include/uapi/rdma/metaroce-abi.h")
 # Network namespace NS (or "" for the current one) has the MetaRoCE UDP port open.
 udp_port_open() { # ns [port]
-	local port=${2:-4793}
+	local port=${2:-$MR_UDP_PORT}
 	if [ -n "$1" ]; then
 		ip netns exec "$1" ss -Hlun "sport = :$port" | grep -q .
 	else

@@ -17,7 +17,7 @@ check "rdma dev show lists mr0" sh -c 'rdma dev show mr0 | grep -q "node_type ca
 check_eq "node GUID derived from the MAC" \
 	"$(mac_to_guid "$(ip netns exec h1 cat /sys/class/net/v1/address)")" \
 	"$(cat /sys/class/infiniband/mr0/node_guid)"
-check "UDP port 4793 open in h1" udp_port_open h1
+check "UDP port $MR_UDP_PORT open in h1" udp_port_open h1
 check "UDP port not opened in h2" udp_port_closed h2
 check "UDP port not opened in init_net" udp_port_closed ""
 check "port ACTIVE while v1 is up" wait_for 5 port_is mr0 "4: ACTIVE"

@@ -4,7 +4,10 @@
 #   run.sh [NAME...]     e.g. run.sh link_errors
 # A test's "# vm: ..." header line holds its harness options (--pair,
 # --expect-fail, --timeout S, ...); a "# needs: provider" line builds the
-# rdma-core provider first (make provider), and fails the test if it cannot.
+# rdma-core provider first (make provider), "# needs: deb" the Debian packages
+# (make deb, cached while its inputs are unchanged), and the test fails if
+# that cannot be done.  A test with a "# run: by name" line runs only when
+# named (too slow for make check; its make target names it).
 # Prints "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,9 +36,15 @@ if [ $# -gt 0 ]; then
 	done
 else
 	mapfile -t tests < <(ls "$here"/*.sh | grep -v -e '/lib.sh$' -e '/run.sh$')
+	for i in "${!tests[@]}"; do
+		if grep -q '^# run: by name' "${tests[$i]}"; then
+			echo "run.sh: $(basename "${tests[$i]}" .sh) runs only by name"
+			unset 'tests[i]'
+		fi
+	done
 fi
 
-passed=0 failed=0 failures=() provider_rc=
+passed=0 failed=0 failures=() provider_rc='' deb_rc=''
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
 	read -ra opts < <(sed -n 's/^# vm: //p' "$t" | head -n1)
@@ -49,6 +58,19 @@ for t in "${tests[@]}"; do
 		# Never test a stale provider left by an earlier build.
 		if [ "$provider_rc" != 0 ]; then
 			echo "$name: needs the rdma-core provider, which could not be built (see above)"
+			failed=$((failed + 1))
+			failures+=("$name")
+			echo "FAIL $name ($((SECONDS - start)) s)"
+			continue
+		fi
+	fi
+	if grep -qx '# needs: deb' "$t"; then
+		if [ -z "$deb_rc" ]; then
+			"$top/scripts/deb.sh"
+			deb_rc=$?
+		fi
+		if [ "$deb_rc" != 0 ]; then
+			echo "$name: needs the Debian packages, which could not be built (see above)"
 			failed=$((failed + 1))
 			failures+=("$name")
 			echo "FAIL $name ($((SECONDS - start)) s)"

@@ -16,7 +16,7 @@ send() {
 	local hex=${1// /}
 	sent_bytes=$((sent_bytes + 8 + ${#hex} / 2))	# UDP header + datagram
 	ip netns exec h1 bash -c "perl -e 'print pack(\"H*\", \$ARGV[0])' '${1// /}' \
-		>/dev/udp/198.18.1.2/4793"
+		>/dev/udp/198.18.1.2/$MR_UDP_PORT"
 }
 
 check_eq "counters start at zero" "0 0 0" \

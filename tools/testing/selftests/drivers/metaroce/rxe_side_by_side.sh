@@ -14,7 +14,7 @@ check "rxe0 on y1" rdma link add rxe0 type rxe netdev y1
 check "mr0 on y1 too" rdma link add mr0 type metaroce netdev y1
 check "mr1 on y2" rdma link add mr1 type metaroce netdev y2
 check "RoCEv2 port 4791 open (rxe)" udp_port_open "" 4791
-check "MetaRoCE port 4793 open" udp_port_open "" 4793
+check "MetaRoCE port $MR_UDP_PORT open" udp_port_open ""
 check "three devices" sh -c '[ "$(ls /sys/class/infiniband | wc -l)" = 3 ]'
 # rmmod rdma_rxe runs ib_unregister_driver(RDMA_DRIVER_RXE): a shared driver
 # id would take our devices along.
@@ -22,7 +22,7 @@ check "rmmod rdma_rxe" rmmod rdma_rxe
 check "rxe0 gone" wait_for 5 ibdev_gone rxe0
 check "mr0 survives rxe's removal" ibdev_exists mr0
 check "mr1 survives rxe's removal" ibdev_exists mr1
-check "our port stays open" udp_port_open "" 4793
+check "our port stays open" udp_port_open ""
 check "rmmod metaroce" rmmod metaroce
 check "all gone" sh -c '[ "$(ls /sys/class/infiniband | wc -l)" = 0 ]'
 done_testing
