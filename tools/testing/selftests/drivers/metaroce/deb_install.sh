@@ -3,7 +3,7 @@
 # vm: --no-module --mem 2048 --timeout 1800
 # needs: deb
 # run: by name (make check-install): DKMS compiles the module in the TCG guest
-# and depmod reads every module twice: 19 minutes here, more than make check has.
+# and depmod reads every module twice: 19 to 26 minutes here, more than make check has.
 # Installed like any Debian driver: a guest with nothing of MetaRoCE installed
 # (no module, no provider, no .driver file: vm.sh --no-module) installs the
 # packages of make deb with apt, DKMS builds the module there against the
