@@ -7,11 +7,13 @@
 
 unsigned short metaroce_udp_port = METAROCE_UDP_PORT_DEFAULT;
 module_param_named(udp_port, metaroce_udp_port, ushort, 0444);
-MODULE_PARM_DESC(udp_port, "UDP port MetaRoCE listens on and sends to (default 64791)");
+MODULE_PARM_DESC(udp_port,
+		 "UDP port every device listens on and sends to, the same on all hosts (port number, default 64791)");
 
 unsigned int metaroce_paths = 8;
 module_param_named(paths, metaroce_paths, uint, 0444);
-MODULE_PARM_DESC(paths, "Paths (UDP source ports) per connection, 1..16 (default 8)");
+MODULE_PARM_DESC(paths,
+		 "Paths (UDP source ports) a connection offers, 1..16 (count, default 8)");
 
 /*
  * [MR-REL-3] RTO bounds; 0 keeps the spec's defaults (100 us .. 1 s).  The
@@ -20,10 +22,12 @@ MODULE_PARM_DESC(paths, "Paths (UDP source ports) per connection, 1..16 (default
  */
 unsigned int metaroce_rto_min_us;
 module_param_named(rto_min_us, metaroce_rto_min_us, uint, 0644);
-MODULE_PARM_DESC(rto_min_us, "Minimum retransmission timeout in us (0: 100)");
+MODULE_PARM_DESC(rto_min_us,
+		 "Minimum retransmission timeout (microseconds; 0, the default, means 100)");
 unsigned int metaroce_rto_max_us;
 module_param_named(rto_max_us, metaroce_rto_max_us, uint, 0644);
-MODULE_PARM_DESC(rto_max_us, "Maximum retransmission timeout in us (0: 1000000)");
+MODULE_PARM_DESC(rto_max_us,
+		 "Maximum retransmission timeout (microseconds; 0, the default, means 1000000)");
 
 /*
  * [MR-SEC-4] Connections a peer can make us hold: a CONNECT_REQ that needs a
@@ -33,7 +37,7 @@ MODULE_PARM_DESC(rto_max_us, "Maximum retransmission timeout in us (0: 1000000)"
 unsigned int metaroce_max_conns = 1024;
 module_param_named(max_conns, metaroce_max_conns, uint, 0644);
 MODULE_PARM_DESC(max_conns,
-		 "Connections per device beyond which peers' CONNECT_REQs are dropped (default 1024)");
+		 "Connections per device that peers may open; further CONNECT_REQs are dropped (connections, default 1024)");
 
 /*
  * [MR-SEC-4] Connections our own QPs may make: each QP to a new peer address
@@ -43,12 +47,12 @@ MODULE_PARM_DESC(max_conns,
 unsigned int metaroce_max_local_conns = 4096;
 module_param_named(max_local_conns, metaroce_max_local_conns, uint, 0644);
 MODULE_PARM_DESC(max_local_conns,
-		 "Connections per device that local QPs may make, beyond which RTR fails (default 4096)");
+		 "Connections per device that local QPs may open; further RTRs fail with ENOMEM (connections, default 4096)");
 
 unsigned int metaroce_link_mbps = 10000;
 module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
 MODULE_PARM_DESC(link_mbps,
-		 "Receive capacity in Mbit/s shared out by the rate hints (default 10000)");
+		 "Receive capacity shared out by the rate hints; set it to the link rate (Mbit/s, default 10000)");
 
 /*
  * Experimental, off by default: one guest crashed in the slab allocator (in
@@ -57,4 +61,4 @@ MODULE_PARM_DESC(link_mbps,
 bool metaroce_tx_gso;
 module_param_named(tx_gso, metaroce_tx_gso, bool, 0644);
 MODULE_PARM_DESC(tx_gso,
-		 "Send a path's burst of data packets as one UDP GSO skb (experimental, default 0)");
+		 "Send a path's burst of data packets as one UDP GSO skb (boolean, experimental, default 0)");
