@@ -17,4 +17,4 @@ ln -sfn "$top/build/provider" "$copy/build/provider"
 make -s -C "$kdir" M="$copy" modules
 echo "selftests-debug: kernel $(cat "$kdir/include/config/kernel.release") from $kdir"
 # The debug options of vm.sh (SLUB checks) on top of KASAN would only slow it down.
-VM_KDIR=$kdir VM_DEBUG=0 exec "$copy/tools/testing/selftests/drivers/metaroce/run.sh" "$@"
+VM_KDIR=$kdir VM_DEBUG=0 VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-3} exec "$copy/tools/testing/selftests/drivers/metaroce/run.sh" "$@"
