@@ -93,10 +93,28 @@ u64 mr_path_rto_ns(const struct mr_path_tx *p, const struct mr_rto_cfg *cfg)
 	u64 rto = p->rtt.have_sample ? p->rtt.srtt_ns + 4 * p->rtt.rttvar_ns : cfg->initial_ns;
 	u8 i;
 
-	rto = mr_max_u64(mr_min_u64(rto, cfg->max_ns), cfg->min_ns);
+	rto = mr_max_u64(mr_min_u64(rto, cfg->max_ns), mr_max_u64(cfg->min_ns, p->stall_floor_ns));
 	for (i = 0; i < p->backoff && rto < cfg->max_ns; i++)
 		rto *= 2;
 	return mr_min_u64(rto, cfg->max_ns);
+}
+
+void mr_path_stall_floor_raise(struct mr_path_tx *p, u64 now, u64 delay_ns)
+{
+	u64 floor = mr_min_u64(delay_ns + delay_ns / 4, MR_STALL_FLOOR_MAX_NS);
+
+	if (floor > p->stall_floor_ns)
+		p->stall_floor_ns = floor;
+	p->stall_floor_at_ns = now;
+}
+
+void mr_path_stall_floor_decay(struct mr_path_tx *p, u64 now)
+{
+	while (p->stall_floor_ns && now > p->stall_floor_at_ns &&
+	       now - p->stall_floor_at_ns >= MR_STALL_FLOOR_HALFLIFE_NS) {
+		p->stall_floor_ns /= 2;
+		p->stall_floor_at_ns += MR_STALL_FLOOR_HALFLIFE_NS;
+	}
 }
 
 u16 mr_entropy_pick(u64 *rng, const u16 *used, u32 n)

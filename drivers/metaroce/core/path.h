@@ -10,6 +10,13 @@
 #define MR_MAX_RTO_NS		1000000000ULL
 #define MR_PATH_FAIL_RTOS	3
 /*
+ * [MR-REL-5] the stall floor: a spurious RTO raises every path's RTO floor to 5/4 of
+ * the delay it did not wait for, at most MR_STALL_FLOOR_MAX; the floor halves every
+ * MR_STALL_FLOOR_HALFLIFE after its last rise.
+ */
+#define MR_STALL_FLOOR_MAX_NS		100000000ULL
+#define MR_STALL_FLOOR_HALFLIFE_NS	1000000000ULL
+/*
  * [MR-REL-3] a path idle (nothing outstanding) for more than this many SRTTs has a
  * stale RTT estimate: its next sample restarts the estimators.
  */
@@ -67,6 +74,11 @@ struct mr_path_tx {
 	 */
 	u32 undo_from, undo_to;
 	u32 undo_cwnd_q10;
+	u64 undo_sent_ns;	/* when the oldest of them was sent */
+	u32 undo_rto_us;	/* when the first of those RTOs fired, as in timestamps */
+	/* [MR-REL-5] the RTO floor spurious RTOs taught, and when it last rose or halved. */
+	u64 stall_floor_ns;
+	u64 stall_floor_at_ns;
 	u32 failures;
 	u32 rerolls;
 	u32 lost;
@@ -91,7 +103,12 @@ void mr_path_advance_una(struct mr_path_tx *p);
 
 /* [MR-REL-3] RFC 6298 estimators. */
 void mr_rtt_sample(struct mr_rtt *rtt, u64 sample_ns);
+/* [MR-REL-3] [MR-REL-4] [MR-REL-5] with the backoff, at least the stall floor. */
 u64 mr_path_rto_ns(const struct mr_path_tx *p, const struct mr_rto_cfg *cfg);
+/* [MR-REL-5] a spurious RTO showed a delay of delay_ns: raise the floor to cover it. */
+void mr_path_stall_floor_raise(struct mr_path_tx *p, u64 now, u64 delay_ns);
+/* [MR-REL-5] halve the floor for each half-life that passed since it last changed. */
+void mr_path_stall_floor_decay(struct mr_path_tx *p, u64 now);
 
 /*
  * [MR-PATH-2] a random entropy in 49152..65535 different from the n entries of used.

@@ -574,12 +574,14 @@ static u64 mr_rtt_excess_ns(const struct mr_rtt *rtt, u64 sample)
 /*
  * [MR-REL-5] a spurious RTO: the ACK shows every PSN that the path's pending
  * RTOs declared lost delivered after all (a stall, not a loss), so the window
- * goes back to what it was.  The packets sent again cannot be taken back.
+ * goes back to what it was.  The packets sent again cannot be taken back, but
+ * the next stall of the same length need not cost them: every path's RTO floor
+ * rises to cover the delay (a stall is the host's or the peer's, not a path's).
  */
 static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const struct mr_ackh *ack,
-			     u32 delivered)
+			     u32 delivered, u64 now)
 {
-	u32 psn;
+	u32 psn, p;
 
 	if (!tp->undo_cwnd_q10)
 		return;
@@ -598,6 +600,14 @@ static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const str
 	tp->cc.cwnd_q10 = mr_max_u32(tp->cc.cwnd_q10, tp->undo_cwnd_q10);
 	tp->undo_cwnd_q10 = 0;
 	c->spurious_rtos++;
+	/*
+	 * Only an ACK that answers a packet sent before the RTO shows a stall: one
+	 * that answers a later packet (the originals' ACK was lost) says nothing of
+	 * how long the first would have taken, and would ratchet the floor up.
+	 */
+	if (ack->ts_echo && (s32)(ack->ts_echo - tp->undo_rto_us) < 0 && now > tp->undo_sent_ns)
+		for (p = 0; p < c->cfg.n_paths; p++)
+			mr_path_stall_floor_raise(&c->tx_path[p], now, now - tp->undo_sent_ns);
 }
 
 /* [MR-SACK-2] [MR-SACK-3] [MR-ACK-7] */
@@ -620,6 +630,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	c->acks_received++;
 	c->last_ack_ns = now;
 	tp->last_ack_ns = now;
+	mr_path_stall_floor_decay(tp, now);
 	tp->tlp_done = false;
 	if (ack->rate_hint)
 		c->peer_hint_mbps = mr_rate_hint_decode(ack->rate_hint);
@@ -665,7 +676,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 		tp->undo_cwnd_q10 = 0;	/* a real loss: the RTO's cut stands */
 		mr_cc_on_loss(&tp->cc);
 	} else {
-		mr_path_undo_rto(c, tp, ack, delivered);
+		mr_path_undo_rto(c, tp, ack, delivered, now);
 	}
 	if (delivered) {
 		u64 sample = now > newest_sent ? now - newest_sent : 1;
@@ -703,12 +714,16 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 	if (!tp->undo_cwnd_q10) {
 		tp->undo_from = tp->una;
 		tp->undo_cwnd_q10 = tp->cc.cwnd_q10;
+		tp->undo_sent_ns = now;
+		tp->undo_rto_us = (u32)mr_div_u64(now, 1000);
 	}
 	tp->undo_to = tp->next_psn;
 	for (psn = tp->una; psn != tp->next_psn; psn++) {
 		struct mr_tx_rec *rec = mr_path_rec(tp, psn);
 
 		if (rec->valid) {
+			if (psn - tp->undo_from < MR_SACK_BITS)
+				tp->undo_sent_ns = mr_min_u64(tp->undo_sent_ns, rec->sent_ns);
 			mr_retire(c, tp, path, rec, false, now);
 			tp->lost++;
 		}
@@ -752,6 +767,7 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 	for (p = 0; p < c->cfg.n_paths; p++) {
 		struct mr_path_tx *tp = &c->tx_path[p];
 
+		mr_path_stall_floor_decay(tp, now);
 		if (tp->outstanding && now >= tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto))
 			mr_path_expire(c, p, now);
 	}

@@ -399,6 +399,71 @@ TEST(Path, AckShowingEveryExpiredPsnUndoesTheRtoCut_MR_REL_5)
 	}
 }
 
+// [MR-REL-5] a spurious RTO teaches every path an RTO floor that covers the stall it
+// misread: after the RTT estimate has forgotten the stall (many 100 us samples), a stall
+// of the same length times nothing out; the floor halves each second after that.
+TEST(Path, SpuriousRtoRaisesTheStallFloorOfEveryPath_MR_REL_5)
+{
+	Pair p(2);
+	u64 t = 5000;
+	u32 cookie = 1;
+	// Everything a sends reaches b at once; b's ACKs reach a after delay_ns.
+	auto round = [&](u64 delay_ns) {
+		mr_tx_desc d;
+		mr_place pl;
+		mr_pkt ack;
+		std::vector<mr_pkt> acks;
+		mr_completion cm;
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			mr_conn_receive(p.b.get(), t, &d.pkt, false, &pl);
+		while (mr_conn_poll_completion(p.b.get(), &cm))
+			;	// [MR-VERBS-12] b's polling lets its MSGACK move
+		while (mr_conn_next_ack(p.b.get(), t, &ack))
+			acks.push_back(ack);
+		t += delay_ns;
+		mr_conn_on_timer(p.a.get(), t);
+		for (const mr_pkt &k : acks)
+			mr_conn_receive(p.a.get(), t, &k, false, &pl);
+		return !acks.empty();
+	};
+	// One Write of one packet whose ACK takes rtt_ns; then the two settle.
+	auto exchange = [&](u64 rtt_ns) {
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64, 0x1000, 1, cookie++), 0);
+		ASSERT_TRUE(round(rtt_ns));
+		for (int i = 0; i < 8 && round(100000); i++)
+			;
+		mr_completion cm;
+		while (mr_conn_poll_completion(p.a.get(), &cm))
+			;
+		t += 10000;
+	};
+	for (int i = 0; i < 64; i++)
+		exchange(100000);
+	ASSERT_EQ(p.a->rtos, 0u);
+	ASSERT_LT(mr_path_rto_ns(&p.a->tx_path[0], &p.a->cfg.rto), 1000000u);
+
+	exchange(4000000);	// a 4 ms stall: the RTO fires, then the ACK shows it spurious
+	ASSERT_EQ(p.a->rtos, 1u);
+	ASSERT_EQ(p.a->spurious_rtos, 1u);
+	for (u32 i = 0; i < 2; i++)
+		EXPECT_EQ(p.a->tx_path[i].stall_floor_ns, 5000000u) << "path " << i << ": 5/4 of 4 ms";
+
+	for (int i = 0; i < 64; i++)
+		exchange(100000);
+	EXPECT_LT(p.a->tx_path[0].rtt.srtt_ns, 200000u) << "the estimate forgot the stall";
+	exchange(4000000);
+	EXPECT_EQ(p.a->rtos, 1u) << "the second stall of 4 ms timed out again";
+
+	mr_path_tx &tp = p.a->tx_path[0];
+	const u64 at = tp.stall_floor_at_ns;
+	mr_path_stall_floor_decay(&tp, at + MR_STALL_FLOOR_HALFLIFE_NS - 1);
+	EXPECT_EQ(tp.stall_floor_ns, 5000000u);
+	mr_path_stall_floor_decay(&tp, at + 2 * MR_STALL_FLOOR_HALFLIFE_NS);
+	EXPECT_EQ(tp.stall_floor_ns, 1250000u) << "halved twice in two half-lives";
+	mr_path_stall_floor_raise(&tp, at, 10 * MR_STALL_FLOOR_MAX_NS);
+	EXPECT_EQ(tp.stall_floor_ns, MR_STALL_FLOOR_MAX_NS) << "bounded";
+}
+
 // [MR-PATH-2] entropy is in the dynamic range and differs from the other paths'.
 TEST(Path, EntropyIsDynamicRangeAndDistinct_MR_PATH_2)
 {
