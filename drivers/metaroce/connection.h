@@ -92,14 +92,11 @@ static inline u32 metaroce_rnr_us(u8 timer)
 
 static inline void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
 {
-	enum ib_mtu mtu;
-
 	mr_hs_local_defaults(l, mdev->incarnation);
 	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
 	spin_lock_bh(&mdev->port_lock);
-	mtu = mdev->active_mtu;
+	l->pmtu = mdev->wire_pmtu;
 	spin_unlock_bh(&mdev->port_lock);
-	l->pmtu = ib_mtu_enum_to_int(mtu);
 }
 
 /* The addresses of a received packet, IPv4 as v4-mapped like the GIDs. */

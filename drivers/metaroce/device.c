@@ -27,13 +27,19 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 	enum ib_port_state old, new = IB_PORT_DOWN;
 	struct net_device *ndev;
 	enum ib_mtu mtu = IB_MTU_256;
+	u32 pmtu = 256;
 
 	rcu_read_lock();
 	ndev = rcu_dereference(mdev->ndev);
 	if (ndev) {
+		unsigned int ndev_mtu = READ_ONCE(ndev->mtu);
+
 		if (netif_running(ndev) && netif_carrier_ok(ndev))
 			new = IB_PORT_ACTIVE;
-		mtu = metaroce_mtu_from_netdev(READ_ONCE(ndev->mtu));
+		mtu = metaroce_mtu_from_netdev(ndev_mtu);
+		if (ndev_mtu >= METAROCE_MAX_OVERHEAD + 256)
+			pmtu = min_t(u32, rounddown(ndev_mtu - METAROCE_MAX_OVERHEAD, 256),
+				     METAROCE_MAX_WIRE_PMTU);
 	}
 	rcu_read_unlock();
 
@@ -41,6 +47,7 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 	old = mdev->port_state;
 	mdev->port_state = new;
 	mdev->active_mtu = mtu;
+	mdev->wire_pmtu = pmtu;
 	spin_unlock_bh(&mdev->port_lock);
 	return old != new;
 }
@@ -264,6 +271,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	spin_lock_init(&mdev->port_lock);
 	mdev->port_state = IB_PORT_DOWN;
 	mdev->active_mtu = IB_MTU_256;
+	mdev->wire_pmtu = 256;
 	xa_init_flags(&mdev->qps, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	/*
 	 * QPNs start at a random place: a device made again on the same

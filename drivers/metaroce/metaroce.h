@@ -38,9 +38,13 @@
 /*
  * Bytes of every frame that are not payload in the worst case: IPv6 (40) +
  * UDP (8) + the largest MetaRoCE header stack (64).  The IB MTU we report is
- * the largest one that fits into the netdev MTU after this overhead.
+ * the largest one that fits into the netdev MTU after this overhead; the
+ * payload our connections offer is the largest multiple of 256 that fits
+ * ([MR-CONN-6]: 1280 bytes in a 1500-byte frame, where the IB MTU is 1024),
+ * at most METAROCE_MAX_WIRE_PMTU (one page per packet at most).
  */
 #define METAROCE_MAX_OVERHEAD		112
+#define METAROCE_MAX_WIRE_PMTU		4096
 
 /* Room for IP, UDP and link headers in front of ours in every skb we build. */
 #define METAROCE_TX_HEADROOM	(LL_MAX_HEADER + sizeof(struct ipv6hdr) + sizeof(struct udphdr))
@@ -94,9 +98,10 @@ struct metaroce_dev {
 	unsigned long flags;
 #define METAROCE_DEV_DETACHED	0
 
-	spinlock_t port_lock;		/* port_state, active_mtu */
+	spinlock_t port_lock;		/* port_state, active_mtu, wire_pmtu */
 	enum ib_port_state port_state;
 	enum ib_mtu active_mtu;
+	u32 wire_pmtu;			/* the payload bytes per packet we offer, [MR-CONN-6] */
 
 	struct xarray qps;		/* qpn -> metaroce_qp, for receive lookup */
 	u32 next_qpn;
