@@ -110,6 +110,9 @@ struct mr_conn {
 	u32 local_hint;		/* encoded hint we return in ACKs (set by the caller) */
 	u64 next_send_ns;	/* pacing: the next send, when it is in the future */
 	u64 pace_ns;		/* pacing: the next packet's slot, perhaps past ([MR-CC-7]) */
+	u64 pace_late_ns;	/* how late the sender reaches its slots (mean, gain 1/8) */
+	bool pace_late_valid;	/* pace_late_ns has its first sample */
+	u64 pace_late_sample;	/* this wake-up's lateness, learned once it is done */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	/*

@@ -438,7 +438,7 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
  */
 static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 {
-	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0, oldest;
+	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0, oldest, horizon;
 	u32 p;
 
 	if (c->peer_hint_mbps)
@@ -459,14 +459,35 @@ static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 	 * One gap after the previous slot, which may lie at most MR_PACE_BURST gaps
 	 * back; after a pause that pacing did not impose (0), one gap from now.
 	 */
-	oldest = now > MR_PACE_BURST * gap ? now - MR_PACE_BURST * gap : 0;
+	horizon = mr_max_u64(MR_PACE_BURST * gap, 2 * c->pace_late_ns);
+	oldest = now > horizon ? now - horizon : 0;
 	c->pace_ns = (c->pace_ns ? mr_max_u64(c->pace_ns, oldest) : now) + gap;
 	c->next_send_ns = c->pace_ns > now ? c->pace_ns : 0;
+}
+
+/*
+ * [MR-CC-7] fold the lateness of the wake-up that just ended into the mean (its
+ * first sample taken whole, then with gain 1/8), once the sender stops.
+ */
+static void mr_pace_learn(struct mr_conn *c)
+{
+	u64 late = c->pace_late_sample - 1;
+
+	if (!c->pace_late_sample)
+		return;
+	c->pace_late_sample = 0;
+	if (!c->pace_late_valid) {
+		c->pace_late_ns = late;
+		c->pace_late_valid = true;
+	} else {
+		c->pace_late_ns = c->pace_late_ns - c->pace_late_ns / 8 + late / 8;
+	}
 }
 
 /* Not held back by the pacer: slots that pass now are not owed to the sender. */
 static bool mr_pace_idle(struct mr_conn *c)
 {
+	mr_pace_learn(c);
 	c->pace_ns = 0;
 	return false;
 }
@@ -482,8 +503,16 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		return false;
 	if (c->next_send_ns && now < c->next_send_ns) {
 		c->pacer_blocked++;
+		mr_pace_learn(c);
 		return false;
 	}
+	/*
+	 * [MR-CC-7] how late we reached the slot we waited for: learned after
+	 * this wake-up's packets went (mr_pace_learn()), so that one outlier
+	 * does not open the catch-up horizon for its own burst.
+	 */
+	if (c->next_send_ns)
+		c->pace_late_sample = now - c->next_send_ns + 1;
 	/*
 	 * The pacing gap has passed: forget it, so that an engine with nothing
 	 * to send names no deadline in the past (its timer would fire at once,
@@ -601,11 +630,14 @@ static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const str
 	tp->undo_cwnd_q10 = 0;
 	c->spurious_rtos++;
 	/*
-	 * Only an ACK that answers a packet sent before the RTO shows a stall: one
-	 * that answers a later packet (the originals' ACK was lost) says nothing of
+	 * Only an ACK that is the first to answer packets sent before the RTO shows
+	 * a stall: it echoes one of them, or it counts more packets than the path
+	 * sent since (a stalled receiver took them all in one go).  An ACK that
+	 * answers only later packets (the originals' ACK was lost) says nothing of
 	 * how long the first would have taken, and would ratchet the floor up.
 	 */
-	if (ack->ts_echo && (s32)(ack->ts_echo - tp->undo_rto_us) < 0 && now > tp->undo_sent_ns)
+	if (((ack->ts_echo && (s32)(ack->ts_echo - tp->undo_rto_us) < 0) ||
+	     ack->pkt_count > tp->next_psn - tp->undo_to) && now > tp->undo_sent_ns)
 		for (p = 0; p < c->cfg.n_paths; p++)
 			mr_path_stall_floor_raise(&c->tx_path[p], now, now - tp->undo_sent_ns);
 }

@@ -117,6 +117,36 @@ TEST(Pacing, LateWakeUpSendsTheMissedSlotsUpToTheBurst_MR_CC_7)
 	EXPECT_EQ(sends_at(1000 * gap), 0);
 }
 
+// [MR-CC-7] a host whose timers fire every millisecond, whatever the slot asked for: the
+// sender learns how late it wakes and catches up the slots of that time, so it keeps its
+// pacing rate (100 packets per ms here) instead of MR_PACE_BURST packets per wake-up.
+// A wake-up's own lateness counts from the next one on: one outlier makes no burst.
+TEST(Pacing, CoarseTimerKeepsThePacingRate_MR_CC_7)
+{
+	Pair p(2);
+	p.a->peer_hint_mbps = 3315;	// a 4 KiB packet every 10 us
+	for (auto &tp : p.a->tx_path)
+		tp.cc.cwnd_q10 = 256 << 10;
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 256 * 4096, 0x1000, 1, 0), 0);
+	auto sends_at = [&](u64 now) {
+		mr_tx_desc d;
+		int n = 0;
+		while (mr_conn_next_packet(p.a.get(), now, &d))
+			n += !(d.pkt.bth.flags & MR_F_RETX);
+		return n;
+	};
+	std::vector<int> per_tick;
+	for (u64 tick = 1; tick <= 4; tick++)	// 218 packets: in one message's window
+		per_tick.push_back(sends_at(tick * 1000000));
+	EXPECT_EQ(per_tick[0], 1) << "the first packet, then its slot is one gap later";
+	EXPECT_EQ(per_tick[1], MR_PACE_BURST + 1)
+		<< "the first late wake-up: nothing learned yet, the burst bound";
+	for (size_t i = 2; i < per_tick.size(); i++)
+		EXPECT_GE(per_tick[i], 95) << "tick " << i + 1 << ": 100 slots passed since the last";
+	EXPECT_LE(per_tick[2] + per_tick[3], 2 * 100 + 2 * MR_PACE_BURST)
+		<< "never more than the slots that passed";
+}
+
 // [MR-CC-7] without a hint the pacer spaces packets at MR_PACE_GAIN (2) windows per SRTT:
 // at one window per SRTT it fell behind whenever a busy host's SRTT grew.
 TEST(Pacing, PacesAtTwiceTheWindowPerSrtt_MR_CC_7)
