@@ -133,8 +133,16 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 		}
 		if (ce)
 			metaroce_count(mdev, METAROCE_CNT_RX_ECN_CE);
-		if (pkt->bth.opcode == MR_OP_ACK)
+		if (pkt->bth.opcode == MR_OP_ACK) {
 			mr_conn_on_ack(c->eng, now, pkt);
+			if (trace_metaroce_path_enabled() && pkt->bth.path_id < c->eng->cfg.n_paths) {
+				const struct mr_path_tx *tp = &c->eng->tx_path[pkt->bth.path_id];
+
+				trace_metaroce_path(dev_name(&mdev->ibdev.dev), c->eng->cfg.local_conn_id,
+						    pkt->bth.path_id, tp,
+						    mr_path_rto_ns(tp, &c->eng->cfg.rto));
+			}
+		}
 		else if (pkt->bth.opcode == MR_OP_NAK)
 			mr_conn_on_nak(c->eng, now, pkt);
 		else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE)

@@ -13,6 +13,7 @@
 #include <linux/tracepoint.h>
 
 #include "compat.h"
+#include "core/path.h"
 #include "core/wire.h"
 
 DECLARE_EVENT_CLASS(metaroce_pkt_class,
@@ -57,6 +58,40 @@ DEFINE_EVENT(metaroce_pkt_class, metaroce_rx,
 DEFINE_EVENT(metaroce_pkt_class, metaroce_tx,
 	TP_PROTO(const char *dev, const struct mr_pkt *pkt, u16 sport),
 	TP_ARGS(dev, pkt, sport));
+
+/* A sending path after an ACK of it was taken in ([MR-CC-1] [MR-REL-3] [MR-PATH-5]). */
+TRACE_EVENT(metaroce_path,
+	TP_PROTO(const char *dev, u32 conn_id, u32 path, const struct mr_path_tx *p, u64 rto_ns),
+	TP_ARGS(dev, conn_id, path, p, rto_ns),
+	TP_STRUCT__entry(
+		__string(dev, dev)
+		__field(u32, conn_id)
+		__field(u8, path)
+		__field(u8, state)
+		__field(u32, cwnd)
+		__field(u32, outstanding)
+		__field(u32, srtt_us)
+		__field(u32, min_rtt_us)
+		__field(u32, rto_us)
+		__field(u32, stall_floor_us)
+	),
+	TP_fast_assign(
+		METAROCE_ASSIGN_STR(dev, dev);
+		__entry->conn_id = conn_id;
+		__entry->path = path;
+		__entry->state = p->state;
+		__entry->cwnd = mr_cc_window(&p->cc);
+		__entry->outstanding = p->outstanding;
+		__entry->srtt_us = div_u64(p->rtt.srtt_ns, 1000);
+		__entry->min_rtt_us = div_u64(p->rtt.min_rtt_ns, 1000);
+		__entry->rto_us = div_u64(rto_ns, 1000);
+		__entry->stall_floor_us = div_u64(p->stall_floor_ns, 1000);
+	),
+	TP_printk("%s conn=0x%08x path=%u state=%u cwnd=%u outstanding=%u srtt_us=%u min_rtt_us=%u rto_us=%u stall_floor_us=%u",
+		  __get_str(dev), __entry->conn_id, __entry->path, __entry->state,
+		  __entry->cwnd, __entry->outstanding, __entry->srtt_us, __entry->min_rtt_us,
+		  __entry->rto_us, __entry->stall_floor_us)
+);
 
 TRACE_EVENT(metaroce_rx_drop,
 	TP_PROTO(const char *dev, const char *reason),

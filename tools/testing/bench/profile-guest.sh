@@ -15,7 +15,8 @@
 #   loop whatever the load, so the host's count of QEMU's CPU time is the figure
 #   to trust.
 # Arguments: SECONDS of each run (default 8), TRANSPORTS (default "metaroce rxe"),
-# PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0").
+# PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0"), NETEM
+# (on each fabric link when vm.sh made one: --links K).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -23,6 +24,15 @@ dur=${1:-8}
 transports=${2:-metaroce rxe}
 use_perf=${3:-0}
 modparams=${4:-}
+netem=${5:-}
+# On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
+nd=eth0 addr=${MR_ADDR%/*}
+if [ "${MR_LINKS:-0}" != 0 ]; then
+	nd=fab0 addr=$MR_EP
+	for ((i = 1; i <= MR_LINKS; i++)); do
+		fabric_shape "$i" "${netem:-loss 0%}" || exit 1
+	done
+fi
 size=65536 depth=16
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
 say() { echo "PROFILE $*"; }
@@ -33,16 +43,16 @@ say() { echo "PROFILE $*"; }
 cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
 uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 eth_packets() { # rx|tx
-	cat "/sys/class/net/eth0/statistics/$1_packets"
+	cat "/sys/class/net/$nd/statistics/$1_packets"
 }
 
 # shellcheck disable=SC2086
 modprobe metaroce $modparams || exit 1
 modprobe rdma_rxe || exit 1
-rdma link add mr0 type metaroce netdev eth0 || exit 1
-rdma link add rxe0 type rxe netdev eth0 || exit 1
-wait_for 10 addr_gid_index mr0 "${MR_ADDR%/*}" || exit 1
-wait_for 10 addr_gid_index rxe0 "${MR_ADDR%/*}" || exit 1
+rdma link add mr0 type metaroce netdev $nd || exit 1
+rdma link add rxe0 type rxe netdev $nd || exit 1
+wait_for 10 addr_gid_index mr0 "$addr" || exit 1
+wait_for 10 addr_gid_index rxe0 "$addr" || exit 1
 echo 0 >/proc/sys/kernel/kptr_restrict
 echo -1 >/proc/sys/kernel/perf_event_paranoid
 step=0
@@ -55,6 +65,17 @@ for t in $transports; do
 		perf record -q -e cpu-clock -F 2000 -a -g -o "/tmp/perf-$t.data" -- \
 			sleep "$((dur + 2))" >/dev/null 2>&1 &
 		perf_pid=$!
+	fi
+	# The metaroce:metaroce_path tracepoint (each ACK's path state) through the run: the
+	# sender's windows, RTTs and RTOs as they were.  (A background sampler does not
+	# help: the guest's one vCPU runs no user task until the kernel's traffic stops.)
+	trace=
+	if [ "$t" = metaroce ] && [ "$MR_ROLE" = a ]; then
+		mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+		trace=/sys/kernel/tracing
+		echo 4096 >$trace/buffer_size_kb
+		echo >$trace/trace
+		echo 1 >$trace/events/metaroce/metaroce_path/enable
 	fi
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
@@ -70,6 +91,29 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	[ -z "$perf_pid" ] || wait "$perf_pid"
+	if [ -n "$trace" ]; then
+		echo 0 >$trace/events/metaroce/metaroce_path/enable
+		# "... path=3 state=1 cwnd=16 outstanding=9 srtt_us=812 min_rtt_us=400 rto_us=..."
+		sed -n 's/.*metaroce_path: .* path=\([0-9]*\) state=\([0-9]*\) cwnd=\([0-9]*\) outstanding=\([0-9]*\) srtt_us=\([0-9]*\) min_rtt_us=\([0-9]*\) rto_us=\([0-9]*\) stall_floor_us=\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8/p' \
+			$trace/trace | awk -v t="$t" '
+			{ n++; cw += $3; out += $4; srtt += $5; minr += $6; rto += $7; fl += $8
+			  if ($4 > maxout) maxout = $4
+			  pn[$1]++; pc[$1] += $3; po[$1] += $4; ps[$1] += $5; pm[$1] += $6 }
+			END {
+				if (!n) { print "# " t " a | path trace: no ACK traced"; exit }
+				printf "PROFILE %s a path_acks_traced %d\n", t, n
+				printf "PROFILE %s a path_mean_cwnd %.1f\n", t, cw / n
+				printf "PROFILE %s a path_mean_outstanding %.1f\n", t, out / n
+				printf "PROFILE %s a path_max_outstanding %d\n", t, maxout
+				printf "PROFILE %s a path_mean_srtt_us %.0f\n", t, srtt / n
+				printf "PROFILE %s a path_mean_min_rtt_us %.0f\n", t, minr / n
+				printf "PROFILE %s a path_mean_rto_us %.0f\n", t, rto / n
+				printf "PROFILE %s a path_mean_stall_floor_us %.0f\n", t, fl / n
+				for (p in pn)
+					printf "# %s a | path %s: %d ACKs, cwnd %.1f, outstanding %.1f, srtt %.0f us, min_rtt %.0f us\n",
+						t, p, pn[p], pc[p] / pn[p], po[p] / pn[p], ps[p] / pn[p], pm[p] / pn[p]
+			}'
+	fi
 	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
 	if [ "$MR_ROLE" = a ]; then
 		bytes=$(sed -n 's/^mr_ktraffic: write count=.* bytes=\([0-9]*\) .*/\1/p' <<<"$out")

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]
-# [PROFILE_MODPARAMS="tx_gso=0"]:
-# one bulk RDMA Write run per transport between two guests on one wire
-# (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
+# [PROFILE_MODPARAMS="tx_gso=0"] [PROFILE_LINKS=8 [PROFILE_NETEM="loss 1%"]]:
+# one bulk RDMA Write run per transport between two guests on one wire, or on the
+# bench's ECMP fabric of PROFILE_LINKS links with PROFILE_NETEM on each (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
 # MetaRoCE's counters and the ratios MetaRoCE / rxe.  host_cpu_ms_per_MB is the
 # QEMU process's CPU time on this host during the run, per MB moved: under TCG
 # the one CPU figure that is not sampled by the guest's own (biased) clock.
@@ -19,12 +19,18 @@ make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/me
 	W=1 modules >/dev/null
 mkdir -p "$top/build/profile"
 out=$top/build/profile/$(date -u +%Y%m%dT%H%M%SZ).txt
-echo "profile: two guests, one wire; $((${PROFILE_SECONDS:-8} + 3)) s per transport and side"
+links=${PROFILE_LINKS:-0}
+where="one wire"
+[ "$links" = 0 ] || where="$links fabric links${PROFILE_NETEM:+ with netem ${PROFILE_NETEM}}"
+echo "profile: two guests, $where; $((${PROFILE_SECONDS:-8} + 3)) s per transport and side"
+linkopt=()
+[ "$links" = 0 ] || linkopt=(--links "$links")
 logs=$top/build/vm-logs
 rm -f "$logs/profile-a.log" "$logs/profile-b.log"
-"$top/tools/testing/vm/vm.sh" --pair --name profile --timeout 900 "$here/profile-guest.sh" \
+"$top/tools/testing/vm/vm.sh" --pair "${linkopt[@]}" --name profile --timeout 900 \
+	"$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
-	"${PROFILE_MODPARAMS:-}" \
+	"${PROFILE_MODPARAMS:-}" "${PROFILE_NETEM:-}" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)
