@@ -22,7 +22,7 @@ elif [ "$quick" = 1 ]; then
 	reps=1 dur=4 lat_dur=2 losses=(0 1 10) ks=(1 8) fail_dur=20 cut_s=5 incast_ns=(2 8)
 	qps=(1 8)
 else
-	reps=2 dur=8 lat_dur=3 losses=(0 0.1 0.5 1 2 5 10) ks=(1 2 4 8) fail_dur=30 cut_s=6
+	reps=5 dur=6 lat_dur=3 losses=(0 0.5 1 2 5 10) ks=(1 2 4 8) fail_dur=30 cut_s=6
 	incast_ns=(2 4 6 8) qps=(1 4 16)
 fi
 links=$MR_LINKS
@@ -47,6 +47,17 @@ shape_all() {
 }
 
 # ---- the measurements: both guests call them; a reports ----
+
+# fresh TRANSPORT: a MetaRoCE run starts on a connection of its own, with nothing
+# (windows, RTTs, stall floors) inherited from the run before: both guests make mr0
+# anew and meet again.  rxe keeps no state between QPs.
+fresh() {
+	[ "$1" = metaroce ] || return 0
+	{ rdma link delete mr0 && rdma link add mr0 type metaroce netdev fab0 &&
+		wait_for 10 grep -qx "$gid" /sys/class/infiniband/mr0/ports/1/gids/1; } ||
+		echo "# bench: mr0 could not be made anew"
+	sync_step
+}
 
 # kt_pair DEV CLIENT_PARAM...: one two-host mr_ktraffic run; a prints the client lines.
 kt_pair() {
@@ -80,6 +91,7 @@ perftest_pair() {
 rdma_bw() {
 	local out mbps err=0
 	sync_step
+	fresh "$2"
 	if [[ "$perftest" == *" $2 "* ]]; then
 		out=$(perftest_pair "${dev[$2]}" "$size" ib_write_bw "$dur")
 		# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
@@ -107,6 +119,7 @@ rdma_bw() {
 rdma_lat() {
 	local out p50 p99
 	sync_step
+	fresh "$2"
 	if [[ "$perftest" == *" $2 "* ]]; then
 		out=$(perftest_pair "${dev[$2]}" "$lat_size" ib_write_lat "$lat_dur")
 		# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
@@ -247,6 +260,7 @@ link_cut() {
 failure_run() { # transport
 	local t=$1 link p=$((7900 + step % 50)) t0 t_cut t_back load
 	sync_step
+	fresh "$t"
 	t0=$(uptime_ms)
 	if [ "$t" = tcp ]; then
 		[ "$MR_ROLE" = a ] && timeout $((fail_dur + 60)) iperf3 -c "$MR_PEER_EP" \

@@ -35,7 +35,7 @@ out=$top/build/bench-results/$stamp
 mkdir -p "$out"
 name=bench-$stamp
 log_a=$top/build/vm-logs/$name-a.log
-timeout=3600 minutes="35 to 45"
+timeout=7200 minutes="60 to 80"
 [ "$quick" = 1 ] && timeout=1200 minutes="about 10"
 [ "$quick" = demo ] && timeout=900 minutes="3 to 5"
 echo "bench: booting two guests with 8 fabric links (TCG); the run takes $minutes" \

@@ -19,7 +19,12 @@ std::optional<double> percentile(std::span<const double> samples, double p)
 
 std::optional<double> median(std::span<const double> samples)
 {
-	return percentile(samples, 50);
+	if (samples.empty())
+		return std::nullopt;
+	std::vector<double> sorted(samples.begin(), samples.end());
+	std::ranges::sort(sorted);
+	size_t n = sorted.size();
+	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
 std::optional<double> jain_index(std::span<const double> shares)

@@ -11,7 +11,7 @@ namespace mr::bench {
 // Nearest-rank percentile (p in [0, 100]) of unsorted samples; nullopt if there are none.
 std::optional<double> percentile(std::span<const double> samples, double p);
 
-// The median, as the 50th nearest-rank percentile (the lower middle of an even count).
+// The median: the middle sample, or the mean of the two middle ones of an even count.
 std::optional<double> median(std::span<const double> samples);
 
 // Jain's fairness index (sum x)^2 / (n * sum x^2): 1 when all are equal, 1/n when one

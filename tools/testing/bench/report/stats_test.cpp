@@ -36,10 +36,19 @@ TEST(Percentile, NothingToRankGivesNoValue)
 	EXPECT_FALSE(percentile(v, -1));
 }
 
-TEST(Median, LowerMiddleOfAnEvenCount)
+TEST(Median, MeanOfTheTwoMiddlesOfAnEvenCount)
 {
 	std::vector<double> v{4, 1, 3, 2};
-	EXPECT_EQ(median(v), 2);
+	EXPECT_EQ(median(v), 2.5);
+	std::vector<double> two{10, 20};
+	EXPECT_EQ(median(two), 15) << "two repetitions: not the lower one";
+}
+
+TEST(Median, MiddleOfAnOddCount)
+{
+	std::vector<double> v{9, 1, 5, 7, 3};
+	EXPECT_EQ(median(v), 5);
+	EXPECT_FALSE(median({}));
 }
 
 TEST(JainIndex, EqualSharesAreFair)
