@@ -123,15 +123,19 @@ bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 
 /*
  * [MR-SEC-1] the remote key, access and bounds check before any placement or
  * read; *mrp is the MR that passed, for the caller to use (and not look up
- * again: the key may name another MR or none by then).
+ * again: the key may name another MR or none by then).  Zero bytes name no
+ * memory: only the QP's access right counts, and *mrp is NULL (IB C9-88).
  */
 u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int access,
 		       struct metaroce_mr **mrp)
 {
 	struct metaroce_mr *mr;
 
+	*mrp = NULL;
 	if (!(qp->attr.qp_access_flags & access))
 		return MR_NAK_ACCESS;
+	if (!len)
+		return 0;
 	mr = metaroce_key_mr(to_mdev(qp->ibqp.device), rkey);
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return MR_NAK_BAD_RKEY;

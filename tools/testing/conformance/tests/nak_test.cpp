@@ -77,6 +77,33 @@ TEST_F(NakTest, MR_SEC_1_MisalignedAtomicNaked) {
   EXPECT_EQ(hex(mr_bytes(t, 0, 16)), hex(pattern(16, 0x30)));
 }
 
+// [MR-SEC-1]: a zero-length WRITE or READ names no memory, so its rkey and va are not
+// checked (IB C9-88; UCX flushes with zero-length WRITEs of rkey 0): acknowledged, not
+// NAKed, the QP stays up, the Read is answered with one empty READ_RESP, nothing changes.
+TEST_F(NakTest, MR_SEC_1_ZeroLengthWriteAndReadNeedNoKey) {
+  CLAUSES("MR-SEC-1 MR-WIRE-10 MR-WIRE-7");
+  Target t = target("rw", 4096, 0x30);
+  Packet w = P.write_pkt(t.s, 0, 0, 0, 0, 0, Bytes{});
+  w.bth.flags |= kAckReq;
+  P.send_seq(w, 1);
+  auto a = P.wait_ack(1, 500);
+  ASSERT_TRUE(a) << "the zero-length WRITE was not acknowledged";
+  EXPECT_EQ(a->pkt.ack.cum_psn, P.model[1].cum);
+  expect_none([&](const Received &r) { return r.pkt.bth.opcode == kNak; }, 100,
+              "a NAK for a zero-length WRITE with rkey 0");
+  EXPECT_NE(qp_state(t.s), kQpsErr) << "the zero-length WRITE failed the QP";
+
+  P.send_seq(P.read_pkt(t.s, 1, 0, 0, 0), 1);
+  auto r = P.wait([](const Received &x) { return x.pkt.bth.opcode == kReadResp; }, 1000);
+  ASSERT_TRUE(r) << "no READ_RESP for a zero-length READ with rkey 0";
+  EXPECT_EQ(r->pkt.bth.msn, 1u);
+  EXPECT_EQ(r->pkt.bth.payload_len, 0u);
+  EXPECT_TRUE(r->pkt.bth.flags & kLast);
+  expect_none([&](const Received &x) { return x.pkt.bth.opcode == kNak; }, 100,
+              "a NAK for a zero-length READ with rkey 0");
+  EXPECT_EQ(hex(mr_bytes(t, 0, 64)), hex(pattern(64, 0x30)));
+}
+
 TEST_F(NakTest, MR_SEC_2_SendLongerThanReceiveNaked) {
   CLAUSES("MR-SEC-2 MR-NAK-2 MR-WIRE-6");
   Peer::Stream s = P.open_stream();
