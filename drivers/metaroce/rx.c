@@ -78,6 +78,18 @@ out:
 	spin_unlock(&ss->lock);
 }
 
+/* The metaroce_path tracepoint: a sending path as an ACK of it left it. */
+static void metaroce_trace_path(struct metaroce_conn *c, u32 path)
+{
+	const struct mr_path_tx *tp;
+
+	if (!trace_metaroce_path_enabled() || path >= c->eng->cfg.n_paths)
+		return;
+	tp = &c->eng->tx_path[path];
+	trace_metaroce_path(dev_name(&c->mdev->ibdev.dev), c->eng->cfg.local_conn_id, path, tp,
+			    mr_path_rto_ns(tp, &c->eng->cfg.rto));
+}
+
 /* A packet of one of our connections, by conn_id ([MR-CONN-3]). */
 static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 			     const struct mr_pkt *pkt, bool ce)
@@ -135,18 +147,12 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 			metaroce_count(mdev, METAROCE_CNT_RX_ECN_CE);
 		if (pkt->bth.opcode == MR_OP_ACK) {
 			mr_conn_on_ack(c->eng, now, pkt);
-			if (trace_metaroce_path_enabled() && pkt->bth.path_id < c->eng->cfg.n_paths) {
-				const struct mr_path_tx *tp = &c->eng->tx_path[pkt->bth.path_id];
-
-				trace_metaroce_path(dev_name(&mdev->ibdev.dev), c->eng->cfg.local_conn_id,
-						    pkt->bth.path_id, tp,
-						    mr_path_rto_ns(tp, &c->eng->cfg.rto));
-			}
-		}
-		else if (pkt->bth.opcode == MR_OP_NAK)
+			metaroce_trace_path(c, pkt->bth.path_id);
+		} else if (pkt->bth.opcode == MR_OP_NAK) {
 			mr_conn_on_nak(c->eng, now, pkt);
-		else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE)
+		} else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE) {
 			metaroce_place(c, &pl);
+		}
 		c->share.bytes += pkt->bth.payload_len;
 		break;
 	}
