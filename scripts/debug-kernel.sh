@@ -3,7 +3,9 @@
 # Builds, once, a debug kernel from Debian's linux-source-6.12 for the guest tests:
 # KASAN (generic, inline), lockdep (PROVE_LOCKING), kmemleak, UBSAN and the atomic-sleep
 # check, with everything the tests use built in (RDMA core, rxe, NVMe-oF over RDMA, 9p,
-# overlayfs, virtio, veth, netem, tbf, ECMP routing), cached outside the clone.
+# overlayfs, virtio, veth, macvlan, tun, netem, tbf, ECMP routing), cached outside the
+# clone.  Built in, rdma_rxe and nvmet-rdma cannot be unloaded: the checks of
+# rxe_side_by_side and nvme_teardown that rmmod them fail on this kernel.
 #   debug-kernel.sh            build if needed, print the build directory
 #   debug-kernel.sh --release  print the kernel release of the build
 # Used by `make selftests-debug` (VM_KERNEL= and VM_KDIR= for vm.sh and run.sh).
@@ -26,7 +28,7 @@ opts=(
 	# what the guests need to boot and run the tests, built in
 	DEVTMPFS DEVTMPFS_MOUNT TMPFS BLK_DEV_INITRD SERIAL_8250 SERIAL_8250_CONSOLE
 	VIRTIO_PCI VIRTIO_NET HW_RANDOM HW_RANDOM_VIRTIO NET_9P NET_9P_VIRTIO 9P_FS OVERLAY_FS
-	MODULES MODULE_UNLOAD NET_NS IPV6 VETH NET_SCH_NETEM NET_SCH_TBF NET_SCHED
+	MODULES MODULE_UNLOAD NET_NS IPV6 VETH MACVLAN TUN NET_SCH_NETEM NET_SCH_TBF NET_SCHED
 	IP_ADVANCED_ROUTER IP_MULTIPLE_TABLES IP_ROUTE_MULTIPATH INET_DIAG INET_UDP_DIAG
 	CONFIGFS_FS BLK_DEV_LOOP DEBUG_FS TRACING FTRACE
 	INFINIBAND INFINIBAND_USER_ACCESS INFINIBAND_ADDR_TRANS RDMA_RXE
