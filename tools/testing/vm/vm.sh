@@ -125,8 +125,8 @@ accel() {
 }
 acc=$(accel)
 # 4-level paging under TCG, as most real hosts run: with LA57 on, the debug kernel once
-# reported a wild access in do_raw_spin_lock at boot, and three slab crashes with
-# impossible EFLAGS were seen in rxe and GSO runs, all with LA57 set in CR4.
+# reported a wild access in do_raw_spin_lock at boot (not seen since).  The crashes
+# with impossible EFLAGS in rxe runs are not this: one came with LA57 off as well.
 cpu=max,la57=off
 [ "$acc" = kvm ] && cpu=host
 
