@@ -86,21 +86,8 @@ check "man -w metaroce finds the manual page" sh -c 'man -w metaroce | grep -q "
 check "modprobe metaroce" modprobe metaroce
 check_eq "default UDP port as the uapi header says" "$MR_UDP_PORT" \
 	"$(cat /sys/module/metaroce/parameters/udp_port)"
-check "mr0 on h1/v1" ip netns exec h1 rdma link add mr0 type metaroce netdev v1
-check "mr1 on h2/v2" ip netns exec h2 rdma link add mr1 type metaroce netdev v2
-check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
-check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
-check "mr0 has its IPv4 GID" wait_for 10 addr_gid_index mr0 198.18.1.1
-check "mr1 has its IPv4 GID" wait_for 10 addr_gid_index mr1 198.18.1.2
-g0=$(addr_gid_index mr0 198.18.1.1)
-g1=$(addr_gid_index mr1 198.18.1.2)
-
-devices=$(ibv_devices 2>&1)
-indent <<<"$devices"
-for d in mr0 mr1; do
-	check "ibv_devices lists $d" grep -qE "^[[:space:]]*${d}[[:space:]]" <<<"$devices"
-done
-check "libibverbs does not complain" sh -c '! grep -qi warning' <<<"$devices"
+veth_devices
+ibv_devices_list mr0 mr1
 
 # ib_write_bw: the server in h2, the client in h1, perftest's TCP exchange over the veth.
 ip netns exec h2 timeout 120 ib_write_bw -d mr1 -x "$g1" -s 65536 -n 200 -F >/tmp/bw-server.out 2>&1 &

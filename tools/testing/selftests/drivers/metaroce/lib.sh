@@ -158,6 +158,12 @@ uverbs_veth_devices() {
 	topo_veth_pair
 	check "modprobe metaroce" modprobe metaroce
 	check "modprobe ib_uverbs" modprobe ib_uverbs
+	veth_devices
+}
+
+# veth_devices: MetaRoCE devices mr0 on h1/v1 and mr1 on h2/v2 of topo_veth_pair, their
+# ports ACTIVE and their IPv4 GIDs there; sets g0 and g1, the GIDs' indices.
+veth_devices() {
 	check "mr0 on h1/v1" ip netns exec h1 rdma link add mr0 type metaroce netdev v1
 	check "mr1 on h2/v2" ip netns exec h2 rdma link add mr1 type metaroce netdev v2
 	check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
@@ -166,6 +172,18 @@ uverbs_veth_devices() {
 	check "mr1 has its IPv4 GID" wait_for 10 addr_gid_index mr1 198.18.1.2
 	g0=$(addr_gid_index mr0 198.18.1.1)
 	g1=$(addr_gid_index mr1 198.18.1.2)
+}
+
+# ibv_devices_list NAME...: libibverbs (through the installed or chosen provider) lists
+# each device; its output goes to the log.
+ibv_devices_list() {
+	local devices d
+	devices=$(ibv_devices 2>&1)
+	sed 's/^/#   /' <<<"$devices"
+	for d in "$@"; do
+		check "ibv_devices lists $d" grep -qE "^[[:space:]]*${d}[[:space:]]" <<<"$devices"
+	done
+	check "libibverbs does not complain" sh -c '! grep -qi warning' <<<"$devices"
 }
 
 # Hosts h1 (198.18.1.1) and h2 (198.18.2.1) behind routers r1 and r2 joined by
