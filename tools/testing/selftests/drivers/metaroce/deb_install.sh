@@ -95,13 +95,9 @@ server=$!
 check "the server loaded the installed provider ($provider_so)" wait_for 30 server_maps "$provider_so"
 check "nothing from the source tree in the server" sh -c \
 	"! grep -F '$MR_TOP' /proc/$(pgrep -n -x ib_write_bw)/maps"
-out=
-for _ in 1 2 3 4 5; do
-	out=$(ip netns exec h1 timeout 120 ib_write_bw -d mr0 -x "$g0" -s 65536 -n 200 -F 198.18.1.2 2>&1)
-	rc=$?
-	if [ "$rc" = 0 ] || ! grep -qi "couldn't connect" <<<"$out"; then break; fi
-	sleep 1
-done
+client_connect 5 ip netns exec h1 timeout 120 ib_write_bw -d mr0 -x "$g0" -s 65536 -n 200 -F \
+	198.18.1.2
+out=$CLIENT_OUT rc=$CLIENT_RC
 indent <<<"$out" | tail -n 6
 check_eq "ib_write_bw client completes" 0 "$rc"
 wait "$server"
@@ -115,12 +111,9 @@ check "ib_write_bw reports a bandwidth" test -n "$bw"
 ip netns exec h2 timeout 120 ibv_rc_pingpong -d mr1 -g "$g1" -s 4096 -n 200 -c >/tmp/pp-server.out 2>&1 &
 server=$!
 sleep 1
-for _ in 1 2 3 4 5; do
-	out=$(ip netns exec h1 timeout 120 ibv_rc_pingpong -d mr0 -g "$g0" -s 4096 -n 200 -c 198.18.1.2 2>&1)
-	rc=$?
-	if [ "$rc" = 0 ] || ! grep -qi "couldn't connect" <<<"$out"; then break; fi
-	sleep 1
-done
+client_connect 5 ip netns exec h1 timeout 120 ibv_rc_pingpong -d mr0 -g "$g0" -s 4096 -n 200 -c \
+	198.18.1.2
+out=$CLIENT_OUT rc=$CLIENT_RC
 indent <<<"$out" | tail -n 3
 check_eq "ibv_rc_pingpong -c client completes" 0 "$rc"
 wait "$server"

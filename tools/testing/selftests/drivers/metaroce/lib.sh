@@ -279,21 +279,32 @@ pair_hear() { # NAME [SECONDS]
 # server does not listen yet (slow start under TCG).  PAIR_TIMEOUT (seconds, default 180)
 # and PAIR_TAIL (output lines shown, default 25) may be set for one call.  The output is
 # left in RUN_OUT.
+# client_connect TRIES CMD...: run a client of a perftest or pingpong server, again
+# (a second later) while it could not reach a server that is not listening yet, at most
+# TRIES times.  Sets CLIENT_OUT (its output) and CLIENT_RC.
+client_connect() {
+	local tries=$1 i
+	shift
+	for ((i = 0; i < tries; i++)); do
+		[ "$i" = 0 ] || sleep 1
+		CLIENT_OUT=$("$@" 2>&1)
+		CLIENT_RC=$?
+		[ "$CLIENT_RC" != 0 ] &&
+			grep -qiE "couldn't connect|unable to init the socket" <<<"$CLIENT_OUT" || break
+	done
+}
+
 run_pair() {
-	local name=$1 out rc i secs=${PAIR_TIMEOUT:-180}
+	local name=$1 out rc secs=${PAIR_TIMEOUT:-180}
 	shift
 	check "barrier: $name" pair_barrier "$name"
 	if [ "$MR_ROLE" = b ]; then
 		out=$(timeout "$secs" "$@" 2>&1)
 		rc=$?
 	else
-		for ((i = 0; i < 20; i++)); do
-			sleep 1
-			out=$(timeout "$secs" "$@" "$MR_PEER" 2>&1)
-			rc=$?
-			[ "$rc" != 0 ] && grep -qiE "couldn't connect|unable to init the socket" <<<"$out" ||
-				break
-		done
+		sleep 1
+		client_connect 20 timeout "$secs" "$@" "$MR_PEER"
+		out=$CLIENT_OUT rc=$CLIENT_RC
 	fi
 	sed 's/^/#   /' <<<"$out" | tail -n "${PAIR_TAIL:-25}"
 	check_eq "$name ($MR_ROLE side) completes" 0 "$rc"

@@ -57,12 +57,9 @@ ip netns exec h2 timeout 120 ibv_rc_pingpong -d mr1 -g "$g1" -s 4096 -n 100 -c >
 server=$!
 check "the server loaded the installed provider" wait_for 30 sh -c \
 	"grep -qF '$provider_so' /proc/\$(pgrep -n -x ibv_rc_pingpong)/maps"
-for _ in 1 2 3 4 5; do
-	out=$(ip netns exec h1 timeout 120 ibv_rc_pingpong -d mr0 -g "$g0" -s 4096 -n 100 -c 198.18.1.2 2>&1)
-	rc=$?
-	if [ "$rc" = 0 ] || ! grep -qi "couldn't connect" <<<"$out"; then break; fi
-	sleep 1
-done
+client_connect 5 ip netns exec h1 timeout 120 ibv_rc_pingpong -d mr0 -g "$g0" -s 4096 -n 100 -c \
+	198.18.1.2
+out=$CLIENT_OUT rc=$CLIENT_RC
 indent <<<"$out" | tail -n 2
 check_eq "ibv_rc_pingpong -c client completes" 0 "$rc"
 wait "$server"

@@ -27,12 +27,9 @@ if [ "$MR_ROLE" = b ]; then
 	out=$(timeout 300 "${bw[@]}" 2>&1)
 	check_eq "ib_write_bw server completes" 0 $?
 else
-	for ((i = 0; i < 20; i++)); do
-		sleep 1
-		out=$(timeout 300 strace -f -qq -y -o /tmp/trace "${bw[@]}" "$MR_PEER" 2>&1)
-		rc=$?
-		[ "$rc" != 0 ] && grep -qiE "couldn't connect|unable to init the socket" <<<"$out" || break
-	done
+	sleep 1
+	client_connect 20 timeout 300 strace -f -qq -y -o /tmp/trace "${bw[@]}" "$MR_PEER"
+	out=$CLIENT_OUT rc=$CLIENT_RC
 	sed 's/^/#   /' <<<"$out" | tail -n 4
 	check_eq "ib_write_bw client completes under strace" 0 "$rc"
 	# One line per system call: "<... resumed>" halves and signal or exit
