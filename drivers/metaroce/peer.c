@@ -165,6 +165,10 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	v[METAROCE_ENG_ACKS_RECEIVED - METAROCE_NR_COUNTERS] += e->acks_received;
 	v[METAROCE_ENG_PACER_BLOCKED - METAROCE_NR_COUNTERS] += e->pacer_blocked;
 	v[METAROCE_ENG_WINDOW_FULL - METAROCE_NR_COUNTERS] += e->window_full;
+	v[METAROCE_ENG_ACK_INFLIGHT_SUM - METAROCE_NR_COUNTERS] += e->ack_inflight_sum;
+	/* A maximum over the device's connections, the removed ones included. */
+	v[METAROCE_ENG_INFLIGHT_MAX - METAROCE_NR_COUNTERS] =
+		max_t(u64, v[METAROCE_ENG_INFLIGHT_MAX - METAROCE_NR_COUNTERS], e->inflight_max);
 	spin_unlock_bh(&c->lock);
 }
 

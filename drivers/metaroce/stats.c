@@ -53,6 +53,8 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_ACKS_RECEIVED].name = "acks_received",
 	[METAROCE_ENG_PACER_BLOCKED].name = "pacer_blocked",
 	[METAROCE_ENG_WINDOW_FULL].name = "window_full",
+	[METAROCE_ENG_ACK_INFLIGHT_SUM].name = "ack_path_inflight_sum",
+	[METAROCE_ENG_INFLIGHT_MAX].name = "path_inflight_max",
 };
 
 static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_STATS);

@@ -54,6 +54,8 @@ enum metaroce_counter {
 	METAROCE_ENG_ACKS_RECEIVED,
 	METAROCE_ENG_PACER_BLOCKED,		/* asked for a packet before its pacing slot */
 	METAROCE_ENG_WINDOW_FULL,		/* asked for a packet with the window full */
+	METAROCE_ENG_ACK_INFLIGHT_SUM,		/* per ACK, its path's outstanding PSNs, summed */
+	METAROCE_ENG_INFLIGHT_MAX,		/* the most one path had outstanding (a maximum) */
 	METAROCE_NR_STATS
 };
 

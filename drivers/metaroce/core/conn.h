@@ -142,6 +142,8 @@ struct mr_conn {
 	u32 acks_received;
 	u32 pacer_blocked;	/* asked for a packet before its slot, [MR-CC-7] */
 	u32 window_full;	/* asked for a packet with the window full, [MR-CC-6] */
+	u64 ack_inflight_sum;	/* each ACK's path: its outstanding PSNs as it came, summed */
+	u32 inflight_max;	/* the most PSNs one path had outstanding as an ACK came */
 };
 
 /* A packet to send: header fields in pkt; the caller attaches the payload. */

@@ -660,6 +660,8 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	if (mr_seq_after(ack->cum_psn, tp->next_psn))
 		return;		/* acknowledges PSNs never sent */
 	c->acks_received++;
+	c->ack_inflight_sum += tp->outstanding;
+	c->inflight_max = mr_max_u32(c->inflight_max, tp->outstanding);
 	c->last_ack_ns = now;
 	tp->last_ack_ns = now;
 	mr_path_stall_floor_decay(tp, now);
