@@ -59,6 +59,67 @@ fresh() {
 	sync_step
 }
 
+# ---- what a run cost: CPU, packets on the wire, MetaRoCE's own counters ----
+
+uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# cpu_times: "busy total" in USER_HZ ticks.  Under TCG the ticks do not add up to
+# the time that passed, so only their ratio is used: the busy share of the run's
+# wall time (uptime).
+cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+# fabric_tx_sum: packets this guest sent on all fabric links.
+fabric_tx_sum() {
+	ip netns exec fr sh -c 'for i in $(seq '"$links"'); do
+		cat /sys/class/net/l$i/statistics/tx_packets; done' | awk '{ s += $1 } END { print s + 0 }'
+}
+# run_mark: both guests, just before a run.
+run_mark() {
+	read -r RUN_B0 RUN_T0 <<<"$(cpu_times)"
+	RUN_U0=$(uptime_ms) RUN_P0=$(fabric_tx_sum)
+}
+# run_details SCENARIO TRANSPORT PARAM REP BYTES: both guests, just after the run;
+# b tells a its CPU ticks and packets, a emits per run: CPU ms per MB on each guest,
+# packets on the wire (both ways) per MB and, for MetaRoCE (its device is new for
+# each run, so its counters are the run's): data packets per ACK, the mean and the
+# largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs and
+# tail probes.  BYTES is what a's client moved (b passes 0).
+run_details() {
+	local b1 t1 u1 p1 mine theirs mb c v
+	read -r b1 t1 <<<"$(cpu_times)"
+	u1=$(uptime_ms) p1=$(fabric_tx_sum)
+	mine="$((b1 - RUN_B0)),$((t1 - RUN_T0)),$((u1 - RUN_U0)),$((p1 - RUN_P0))"
+	if [ "$MR_ROLE" = b ]; then
+		pair_tell "details$step" "$mine" 60
+		return 0
+	fi
+	theirs=$(pair_hear "details$step" 60) || theirs=
+	mb=$(awk -v b="${5:-0}" 'BEGIN { printf "%.3f", b / 1e6 }')
+	awk -v m="$mb" 'BEGIN { exit !(m > 0) }' || return 0
+	# CPU ms per MB: busy share of the wall time, times the wall time, per MB.
+	per_mb() { awk -F, -v m="$mb" '{ if ($2 > 0) printf "%.1f", $1 / $2 * $3 / m }' <<<"$1"; }
+	emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_a "$(per_mb "$mine")"
+	if [ -n "$theirs" ]; then
+		emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_b "$(per_mb "$theirs")"
+		emit "$1" "$2" "$3" "$4" wire_pkts_per_MB "$(awk -F, -v a="${mine##*,}" -v m="$mb" \
+			'{ printf "%.0f", (a + $4) / m }' <<<"$theirs")"
+	fi
+	[ "$2" = metaroce ] || return 0
+	declare -A cnt
+	for c in tx_run_data_packets acks_received ack_path_inflight_sum path_inflight_max \
+		 retransmits rtos spurious_rtos tail_probes; do
+		cnt[$c]=$(hw_counter mr0 "$c")
+	done
+	v=${cnt[acks_received]:-0}
+	if [ "$v" -gt 0 ]; then
+		emit "$1" "$2" "$3" "$4" data_pkts_per_ack \
+			"$(awk -v d="${cnt[tx_run_data_packets]:-0}" -v a="$v" 'BEGIN { printf "%.2f", d / a }')"
+		emit "$1" "$2" "$3" "$4" path_inflight_mean \
+			"$(awk -v s="${cnt[ack_path_inflight_sum]:-0}" -v a="$v" 'BEGIN { printf "%.1f", s / a }')"
+	fi
+	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes; do
+		emit "$1" "$2" "$3" "$4" "$c" "${cnt[$c]:-0}"
+	done
+}
+
 # kt_pair DEV CLIENT_PARAM...: one two-host mr_ktraffic run; a prints the client lines.
 kt_pair() {
 	local d=$1
@@ -92,17 +153,21 @@ rdma_bw() {
 	local out mbps err=0
 	sync_step
 	fresh "$2"
+	run_mark
 	if [[ "$perftest" == *" $2 "* ]]; then
 		out=$(perftest_pair "${dev[$2]}" "$size" ib_write_bw "$dur")
 		# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
 		mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1000 / 8 }' <<<"$out")
 		[ -n "$mbps" ] || err=1
+		bytes=$(awk -v m="${mbps:-0}" -v d="$dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
 	else
 		out=$(kt_pair "${dev[$2]}" ops=write size="$size" depth="$depth" ring=64 \
 			count=1000000 duration_ms=$((dur * 1000)))
 		mbps=$(sed -n 's/^mr_ktraffic: write count=.* MBps=\([0-9.]*\) .*/\1/p' <<<"$out")
+		bytes=$(sed -n 's/^mr_ktraffic: write count=.* bytes=\([0-9]*\) .*/\1/p' <<<"$out")
 		grep -q '^mr_ktraffic: write count=.* PASS' <<<"$out" || err=1
 	fi
+	run_details "$1" "$2" "$3" "$4" "${bytes:-0}"
 	[ "$MR_ROLE" = a ] || return 0
 	[ "$err" = 0 ] || echo "$out" | sed 's/^/# bench:   /'
 	emit "$1" "$2" "$3" "$4" goodput_MBps "${mbps:-0}"
@@ -147,11 +212,21 @@ rdma_lat() {
 
 # tcp_bw SCENARIO PARAM REP: one iperf3 flow, receiver's goodput in MB/s.
 tcp_bw() {
-	local out mbps err=0
+	local out mbps err=0 bytes
 	sync_step
-	[ "$MR_ROLE" = a ] || return 0
+	run_mark
+	if [ "$MR_ROLE" = b ]; then
+		# A listening nc costs nothing while a's flow runs (a polling one would).
+		pair_tell "tcp$step" done $((dur + 90)) || true
+		run_details "$1" tcp "$2" "$3" 0
+		return 0
+	fi
 	out=$(timeout $((dur + 30)) iperf3 -c "$MR_PEER_EP" -t "$dur" -f M 2>&1)
 	mbps=$(awk '/receiver$/ { v = $7 } END { if (v != "") print v }' <<<"$out")
+	pair_hear "tcp$step" 30 >/dev/null || true
+	# iperf3's MB is 2^20 bytes; its receiver line holds the bytes moved (in MBytes).
+	bytes=$(awk '/receiver$/ { v = $5 * 1048576 } END { if (v != "") printf "%.0f", v }' <<<"$out")
+	run_details "$1" tcp "$2" "$3" "${bytes:-0}"
 	[ -n "$mbps" ] || { err=1; echo "$out" | tail -n 5 | sed 's/^/# bench:   /'; }
 	emit "$1" tcp "$2" "$3" goodput_MBps "${mbps:-0}"
 	emit "$1" tcp "$2" "$3" errors "$err"
@@ -240,7 +315,6 @@ busiest_link() {
 	done
 	echo "$best"
 }
-uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 # link_cut LINK on|off: black-hole the link both ways at this guest (no carrier
 # change, so routing does not notice: the transport must).
 link_cut() {

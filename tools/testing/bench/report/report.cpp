@@ -63,6 +63,54 @@ std::string ratio_cell(std::optional<double> x)
 
 } // namespace
 
+std::string details_table(const Results &r, const std::string &scenario,
+			  const std::string &param_name)
+{
+	struct Column {
+		const char *metric;
+		const char *heading;
+		int decimals;
+	};
+	static const Column columns[] = {
+		{"goodput_MBps", "MB/s", 2},
+		{"cpu_ms_per_MB_a", "CPU ms/MB sender", 1},
+		{"cpu_ms_per_MB_b", "CPU ms/MB receiver", 1},
+		{"wire_pkts_per_MB", "wire packets/MB", 0},
+		{"data_pkts_per_ack", "data packets/ACK", 2},
+		{"path_inflight_mean", "in flight/path mean", 1},
+		{"path_inflight_max", "in flight/path max", 0},
+		{"retransmits", "retransmits", 0},
+		{"rtos", "RTOs", 0},
+		{"spurious_rtos", "spurious RTOs", 0},
+		{"tail_probes", "tail probes", 0},
+	};
+	bool any = false;
+	for (const auto &t : r.transports(scenario))
+		for (const auto &p : r.params(scenario))
+			any |= !r.values(scenario, t, p, "cpu_ms_per_MB_a").empty();
+	if (!any)
+		return "";
+	std::ostringstream md;
+	md << "| " << param_name << " | transport |";
+	for (const auto &c : columns)
+		md << " " << c.heading << " |";
+	md << "\n|---|---|";
+	for (size_t i = 0; i < std::size(columns); i++)
+		md << "---|";
+	md << "\n";
+	for (const auto &p : r.params(scenario)) {
+		for (const auto &t : r.transports(scenario)) {
+			if (r.values(scenario, t, p, kGoodput).empty())
+				continue;
+			md << "| " << p << " | " << t << " |";
+			for (const auto &c : columns)
+				md << " " << fmt(r.median(scenario, t, p, c.metric), c.decimals) << " |";
+			md << "\n";
+		}
+	}
+	return md.str();
+}
+
 std::optional<double> per_qp_slope(std::optional<double> few, std::optional<double> many,
 				   const std::string &n_few, const std::string &n_many)
 {
@@ -252,6 +300,17 @@ std::string markdown(const Results &r, const RunInfo &info)
 				   << fmt(r.median("loss", t, p, "lat_p99_us"), 0) << " |";
 			md << "\n";
 		}
+		if (auto t = details_table(r, "loss", "loss %"); !t.empty())
+			md << "\n### What each run cost (medians over repetitions)\n\n"
+			      "CPU ms per MB: the guest's busy share of the run's wall time (from "
+			      "/proc/stat) times that time, per MB moved; under TCG the guests' own "
+			      "clocks are biased, so compare transports, not runs. Wire packets: both "
+			      "directions, every fabric link. The rest are MetaRoCE's counters of the "
+			      "run (its device is made anew for each run): data packets sent per ACK "
+			      "received, packets outstanding on the ACK's path as each ACK came, "
+			      "retransmitted packets, retransmission timeouts, the spurious ones, "
+			      "tail-loss probes.\n\n"
+			   << t;
 	}
 
 	auto ks = r.params("multipath");
@@ -285,6 +344,8 @@ std::string markdown(const Results &r, const RunInfo &info)
 				   << " |";
 			md << "\n";
 		}
+		if (auto t = details_table(r, "multipath", "links"); !t.empty())
+			md << "\n### What each run cost (medians over repetitions)\n\n" << t;
 	}
 
 	auto ft = r.transports("failure");

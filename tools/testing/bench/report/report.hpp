@@ -47,6 +47,11 @@ struct RunInfo {
 
 std::string markdown(const Results &results, const RunInfo &info);
 
+// Per parameter and transport, the medians of what a run cost (CPU per MB on both
+// guests, wire packets per MB, MetaRoCE's counters); "" when nothing was measured.
+std::string details_table(const Results &results, const std::string &scenario,
+			  const std::string &param_name);
+
 // Writes NAME.dat and NAME.gp for each plot into dir; returns the .gp files.
 std::vector<std::filesystem::path> write_plots(const Results &results,
 					       const std::filesystem::path &dir);

@@ -134,6 +134,34 @@ TEST(Report, MarkdownNamesEveryGoalVerdict)
 	EXPECT_NE(md.find("| 1 | 9.50 | 0.95x |"), std::string::npos);
 }
 
+TEST(Report, RunCostsAreMediansPerTransportAndMissingOnesAreDashes)
+{
+	std::vector<std::string> errors;
+	std::string text;
+	const char *mr[] = {"10", "12", "11"};
+	for (int rep = 1; rep <= 3; rep++) {
+		text += line("loss", "metaroce", "0", rep, "goodput_MBps", mr[rep - 1]);
+		text += line("loss", "metaroce", "0", rep, "cpu_ms_per_MB_a", std::to_string(40 + rep));
+		text += line("loss", "metaroce", "0", rep, "rtos", std::to_string(rep * 2));
+		text += line("loss", "tcp", "0", rep, "goodput_MBps", "20");
+		text += line("loss", "tcp", "0", rep, "cpu_ms_per_MB_a", "30");
+	}
+	auto r = parse(text, errors);
+	ASSERT_TRUE(errors.empty());
+	auto t = details_table(r, "loss", "loss %");
+	EXPECT_EQ(t.find("| loss % | transport | MB/s | CPU ms/MB sender |"), 0u) << t;
+	// Medians: goodput 11, CPU 42.0, RTOs 4; TCP has no engine counters.
+	EXPECT_NE(t.find("| 0 | metaroce | 11.00 | 42.0 | - | - | - | - | - | - | 4 | - | - |"),
+		  std::string::npos)
+		<< t;
+	EXPECT_NE(t.find("| 0 | tcp | 20.00 | 30.0 | - |"), std::string::npos) << t;
+	EXPECT_NE(markdown(r, {"make bench", "today", "test", 32}).find("What each run cost"),
+		  std::string::npos);
+	// Without cost lines there is no table.
+	auto bare = parse(line("loss", "metaroce", "0", 1, "goodput_MBps", "10"), errors);
+	EXPECT_EQ(details_table(bare, "loss", "loss %"), "");
+}
+
 TEST(Incast, AggregateJainAndTailFromPerFlowLines)
 {
 	// Two senders: 2 MB/s for 1000 ms (2 MB) and 1 MB/s for 2000 ms (2 MB).
