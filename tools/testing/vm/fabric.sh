@@ -43,6 +43,10 @@ for ((i = 1; i <= k; i++)); do
 	ip link set "$dev" netns fr name "l$i"
 	ip -n fr addr add "198.19.$i.$me/24" dev "l$i"
 	ip -n fr link set "l$i" up
+	# The router stands in for a switch, whose forwarding costs the hosts nothing:
+	# it forwards UDP as GRO trains (TCP's are merged by plain GRO already).  Loss
+	# and delay act on each packet at the sender's egress, before the merging.
+	ip netns exec fr ethtool -K "l$i" rx-udp-gro-forwarding on >/dev/null 2>&1 || true
 	nexthops+=(nexthop via "198.19.$i.$peer" dev "l$i")
 done
 
