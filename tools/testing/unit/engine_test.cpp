@@ -92,6 +92,35 @@ struct Pair {
 	}
 };
 
+// The bench's packets in flight per path (counters ack_path_inflight_sum and
+// path_inflight_max): each ACK adds its path's outstanding PSNs as it came, before it
+// retires any, and the largest is kept.
+TEST(Counters, PacketsInFlightAreCountedAsEachAckComes)
+{
+	Pair p(1);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 4 * 4096, 0x1000, 1, 0), 0);
+	mr_tx_desc d[4];
+	for (auto &x : d)
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 0, &x));
+	mr_place pl;
+	mr_pkt ack;
+	for (int i = 0; i < 2; i++)
+		mr_conn_receive(p.b.get(), 10, &d[i].pkt, false, &pl);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 20000, &ack));
+	mr_conn_on_ack(p.a.get(), 30000, &ack);
+	EXPECT_EQ(p.a->ack_inflight_sum, 4u);
+	EXPECT_EQ(p.a->inflight_max, 4u);
+	EXPECT_EQ(p.a->tx_path[0].outstanding, 2u);
+	for (int i = 2; i < 4; i++)
+		mr_conn_receive(p.b.get(), 40, &d[i].pkt, false, &pl);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 50000, &ack));
+	mr_conn_on_ack(p.a.get(), 60000, &ack);
+	EXPECT_EQ(p.a->acks_received, 2u);
+	EXPECT_EQ(p.a->ack_inflight_sum, 6u) << "4 as the first ACK came, 2 as the second";
+	EXPECT_EQ(p.a->inflight_max, 4u);
+	EXPECT_EQ(p.a->tx_path[0].outstanding, 0u);
+}
+
 // [MR-CC-7] [MR-CC-11] paced at the hint: on time, one packet per gap; woken late, the
 // packets whose slots have passed go at once, at most MR_PACE_BURST of them, so a coarse
 // timer does not cap the rate at one packet per wake-up.
