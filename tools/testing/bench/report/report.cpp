@@ -30,7 +30,8 @@ Recovery failure_recovery(const Results &r, const std::string &t)
 	auto cut = one(r, "failure", t, "cut_ms");
 	if (!cut)
 		return {};
-	return recovery(r.series("failure", t, "MBps"), *cut, kRecoveredFraction, kSettleMs);
+	return recovery(r.series("failure", t, "MBps"), *cut, kRecoveredFraction, kSettleMs,
+			one(r, "failure", t, "restore_ms"));
 }
 
 std::string cell(const Results &r, const std::string &scenario, const std::string &t,
@@ -249,7 +250,9 @@ std::string markdown(const Results &r, const RunInfo &info)
 	      "packets is black-holed both ways (netem 100% loss on egress, an ingress drop "
 	      "filter; the carrier stays up, so routing does not react) and restored after "
 	      "some seconds; goodput is sampled every 250 ms; recovery is the time from the "
-	      "cut until goodput is back at 80% of its pre-cut mean and holds for a second.\n"
+	      "cut until goodput, once it fell under 80% of its pre-cut mean (before the "
+	      "link was restored), is back at 80% and holds for a second; 0 if it never "
+	      "fell, never if it was not back before the restore.\n"
 	      "- Incast: N namespaces in one guest, each with its own MetaRoCE device and "
 	      "address, Write a fixed amount each to one receiver whose router egress is the "
 	      "shared bottleneck (tbf). rxe works in the initial namespace only and iperf3's "

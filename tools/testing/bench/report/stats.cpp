@@ -47,7 +47,7 @@ std::optional<double> ratio(std::optional<double> value, std::optional<double> b
 }
 
 Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction,
-		  double settle_ms)
+		  double settle_ms, std::optional<double> restore_ms)
 {
 	Recovery r;
 	double sum = 0;
@@ -67,10 +67,22 @@ Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction
 			continue;
 		r.lowest_after_cut = std::min(r.lowest_after_cut.value_or(s.value), s.value);
 	}
-	// Recovered at the first sample after the cut from which the rate holds: a sample
+	// The cut shows at the first sample under the bar after it (before the link is back).
+	size_t dip = series.size();
+	for (size_t i = 0; i < series.size() && dip == series.size(); i++)
+		if (series[i].t_ms > cut_ms && (!restore_ms || series[i].t_ms <= *restore_ms) &&
+		    series[i].value < fraction * *r.before)
+			dip = i;
+	if (dip == series.size()) {
+		r.recovery_ms = 0;	// it never showed
+		return r;
+	}
+	// Recovered at the first sample after the dip from which the rate holds: a sample
 	// at or above the bar that is not followed by one under it for the next second.
-	for (size_t i = 0; i < series.size(); i++) {
-		if (series[i].t_ms <= cut_ms || series[i].value < fraction * *r.before)
+	for (size_t i = dip + 1; i < series.size(); i++) {
+		if (restore_ms && series[i].t_ms > *restore_ms)
+			break;	/* back because the link is */
+		if (series[i].value < fraction * *r.before)
 			continue;
 		bool holds = true;
 		for (size_t j = i + 1; j < series.size() && series[j].t_ms <= series[i].t_ms + 1000;

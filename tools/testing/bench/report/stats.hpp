@@ -27,14 +27,18 @@ struct Sample {
 };
 
 // Throughput around a link failure: the mean before it, and how long after the cut the
-// first sample got back to fraction of that mean (nullopt: it never did).
+// rate was back at fraction of that mean for good (nullopt: it never was).  The cut
+// shows some time after it is made (a transport notices a silent link only when its
+// timers run out): recovery counts from the first sample under the bar after the cut,
+// before restore_ms, to the first one after it from which the rate holds for a second;
+// with no such dip it is 0.
 struct Recovery {
 	std::optional<double> before;
 	std::optional<double> recovery_ms;
 	std::optional<double> lowest_after_cut;
 };
 Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction,
-		  double settle_ms);
+		  double settle_ms, std::optional<double> restore_ms = std::nullopt);
 
 // Incast convergence: each flow's cumulative bytes over time (samples in time order,
 // implicitly 0 at time 0).  In bins of bin_ms, the flows still sending share the

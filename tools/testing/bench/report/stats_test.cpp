@@ -116,6 +116,34 @@ TEST(Recovery, NeverBackIsNoRecovery)
 	EXPECT_FALSE(r.recovery_ms);
 }
 
+// A transport notices a black-holed link only when its timers run out: the rate holds
+// for a second after the cut, then falls to nothing until the link is back.  That is
+// no recovery (it read as 0 ms before the dip was looked for).
+TEST(Recovery, ALateDipThatLastsUntilTheRestoreIsNoRecovery)
+{
+	std::vector<Sample> s;
+	for (int t = 250; t <= 8000; t += 250)
+		s.push_back({double(t), t <= 3250 ? 10.0 : t <= 6000 ? 0.0 : 10.0});
+	auto r = recovery(s, 2000, 0.8, 1000, 6000.0);
+	ASSERT_TRUE(r.before);
+	EXPECT_FALSE(r.recovery_ms);
+	// The rate back after the restore is not recovery either way; without a restore
+	// time it counts from the dip at 3500 (interval 3250-3500) to 6250 (6000-6250).
+	auto open_ended = recovery(s, 2000, 0.8, 1000);
+	ASSERT_TRUE(open_ended.recovery_ms);
+	EXPECT_DOUBLE_EQ(*open_ended.recovery_ms, 4000.0);
+}
+
+TEST(Recovery, ACutThatNeverShowsTakesNoTime)
+{
+	std::vector<Sample> s;
+	for (int t = 250; t <= 6000; t += 250)
+		s.push_back({double(t), 10.0});
+	auto r = recovery(s, 3000, 0.8, 1000, 5000.0);
+	ASSERT_TRUE(r.recovery_ms);
+	EXPECT_DOUBLE_EQ(*r.recovery_ms, 0.0);
+}
+
 TEST(Recovery, NoBaselineBeforeTheCut)
 {
 	std::vector<Sample> s{{500, 10}, {2000, 10}};
