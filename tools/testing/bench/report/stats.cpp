@@ -81,7 +81,7 @@ Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction
 	// at or above the bar that is not followed by one under it for the next second.
 	for (size_t i = dip + 1; i < series.size(); i++) {
 		if (restore_ms && series[i].t_ms > *restore_ms)
-			break;	/* back because the link is */
+			break;	// back because the link is
 		if (series[i].value < fraction * *r.before)
 			continue;
 		bool holds = true;
