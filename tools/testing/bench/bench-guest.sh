@@ -61,16 +61,13 @@ fresh() {
 
 # ---- what a run cost: CPU, packets on the wire, MetaRoCE's own counters ----
 
-uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
-# cpu_times: "busy total" in USER_HZ ticks.  Under TCG the ticks do not add up to
-# the time that passed, so only their ratio is used: the busy share of the run's
-# wall time (uptime).
-cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
-# fabric_tx_sum: packets this guest sent on all fabric links.
-fabric_tx_sum() {
+# tx_all: this guest's packets sent on each fabric link, one line, one exec.
+tx_all() {
 	ip netns exec fr sh -c 'for i in $(seq '"$links"'); do
-		cat /sys/class/net/l$i/statistics/tx_packets; done' | awk '{ s += $1 } END { print s + 0 }'
+		cat /sys/class/net/l$i/statistics/tx_packets; done' | paste -sd' '
 }
+# fabric_tx_sum: packets this guest sent on all fabric links.
+fabric_tx_sum() { tx_all | awk '{ for (i = 1; i <= NF; i++) s += $i } END { print s + 0 }'; }
 # run_mark: both guests, just before a run.
 run_mark() {
 	read -r RUN_B0 RUN_T0 <<<"$(cpu_times)"
@@ -104,10 +101,7 @@ run_details() {
 	fi
 	[ "$2" = metaroce ] || return 0
 	declare -A cnt
-	for c in tx_run_data_packets acks_received ack_path_inflight_sum path_inflight_max \
-		 retransmits rtos spurious_rtos tail_probes; do
-		cnt[$c]=$(hw_counter mr0 "$c")
-	done
+	while read -r c v; do cnt[$c]=$v; done <<<"$(hw_counters mr0)"
 	v=${cnt[acks_received]:-0}
 	if [ "$v" -gt 0 ]; then
 		emit "$1" "$2" "$3" "$4" data_pkts_per_ack \
@@ -293,11 +287,6 @@ if want failure; then
 # ---- 3. failure: the busiest of 8 links cut mid-transfer, then restored ----
 fabric_use "$links"
 shape_all ""
-# tx_all: this guest's packets sent on each fabric link, one line, one exec.
-tx_all() {
-	ip netns exec fr sh -c 'for i in $(seq '"$links"'); do
-		cat /sys/class/net/l$i/statistics/tx_packets; done' | paste -sd' '
-}
 # busiest_link: the fabric link this guest sent the most on in the last
 # second, once the flow is under way (at least 20 packets in that second).
 busiest_link() {

@@ -86,6 +86,15 @@ port_is() { [ "$(port_state "$1")" = "$2" ]; } # dev "4: ACTIVE"
 hw_counter() {
 	rdma statistic show link "$1"/1 -j | tr ',{}' '\n\n\n' | sed -n "s/^\"$2\":\([0-9]*\)$/\1/p"
 }
+# hw_counters DEV: every port counter of DEV, "name value" a line, from one query.
+hw_counters() {
+	rdma statistic show link "$1"/1 -j | tr ',{}' '\n\n\n' | sed -n 's/^"\([a-z_0-9]*\)":\([0-9]*\)$/\1 \2/p'
+}
+# cpu_times: "busy total" in USER_HZ ticks.  Under TCG the ticks do not add up to the
+# time that passed (seen: 25 s of ticks in 4 s), so only their ratio means anything:
+# the busy share of a wall time measured with uptime_ms.
+cpu_times() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 # use_provider: libibverbs loads our provider from build/provider (it appends
 # -rdmav34.so itself); the test ends failed when the provider was not built.
 # Sets top (the source tree) and provider.
@@ -274,11 +283,6 @@ pair_hear() { # NAME [SECONDS]
 	return 1
 }
 
-# run_pair NAME CMD [ARG...]: after a barrier, CMD as the server on guest b and as the
-# client on guest a, with the peer's address appended; the client tries again while the
-# server does not listen yet (slow start under TCG).  PAIR_TIMEOUT (seconds, default 180)
-# and PAIR_TAIL (output lines shown, default 25) may be set for one call.  The output is
-# left in RUN_OUT.
 # client_connect TRIES CMD...: run a client of a perftest or pingpong server, again
 # (a second later) while it could not reach a server that is not listening yet, at most
 # TRIES times.  Sets CLIENT_OUT (its output) and CLIENT_RC.
@@ -294,6 +298,11 @@ client_connect() {
 	done
 }
 
+# run_pair NAME CMD [ARG...]: after a barrier, CMD as the server on guest b and as the
+# client on guest a, with the peer's address appended; the client tries again while the
+# server does not listen yet (slow start under TCG).  PAIR_TIMEOUT (seconds, default 180)
+# and PAIR_TAIL (output lines shown, default 25) may be set for one call.  The output is
+# left in RUN_OUT.
 run_pair() {
 	local name=$1 out rc secs=${PAIR_TIMEOUT:-180}
 	shift
