@@ -25,17 +25,53 @@ u32 mr_cc_window(const struct mr_cc_path *cc)
 	return mr_max_u32(cc->cwnd_q10 / MR_Q10, MR_MIN_CWND);
 }
 
+/*
+ * [MR-CC-4] a round that lost packets cuts by 1/8 only if it also showed a
+ * queue (a CE mark or the delay signal), or if over 1/8 of the packets were
+ * lost in the rounds that made up the last MR_LOSS_SAMPLE packets: a buffer
+ * that overflows has filled first, or loses more and more as the window
+ * grows, while random loss on lossy Ethernet comes without a queue and is not
+ * congestion.  (Judged over one round of a few packets, one random loss would
+ * pass for heavy loss.)
+ */
+static bool mr_cc_loss_is_congestion(struct mr_cc_path *cc, bool queue)
+{
+	bool heavy = false;
+
+	cc->sample_lost += cc->round_lost;
+	cc->sample_pkts += cc->round_pkts;
+	if (cc->sample_lost + cc->sample_pkts >= MR_LOSS_SAMPLE) {
+		heavy = ((u64)cc->sample_lost << MR_LOSS_HEAVY_SHIFT) >
+			(u64)cc->sample_lost + cc->sample_pkts;
+		cc->sample_lost = 0;
+		cc->sample_pkts = 0;
+	}
+#ifdef METAROCE_MUTATION_LOSS_IS_CONGESTION
+	/* Test-only mutation (make conformance-mutations): every lossy round cuts. */
+	return cc->round_lost;
+#endif
+	return (cc->round_lost && queue) || heavy;
+}
+
 /* [MR-CC-3] end of round: fold the marked fraction into alpha and cut once. */
 static void mr_cc_end_round(struct mr_cc_path *cc, u32 next_psn)
 {
+	bool delay = cc->round_min_excess_ns != MR_CC_NO_SAMPLE && cc->round_min_excess_ns;
 	u32 frac;
 
+#ifndef METAROCE_MUTATION_LOSS_CUT_EVERY_ACK
+	/* (That mutation cut as each ACK showed a loss, in mr_cc_on_loss().) */
+	if (mr_cc_loss_is_congestion(cc, delay || cc->round_ce) && !cc->round_cut) {
+		cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (cc->cwnd_q10 >> MR_LOSS_BETA_SHIFT));
+		cc->ssthresh_q10 = 0;
+	}
+#endif
 	/*
 	 * Even the round's smallest RTT sample was above the bar: a queue
 	 * persisted for the whole round, as if every packet were marked.
 	 * (Single samples on busy hosts jitter by more than the target.)
 	 */
-	if (cc->round_min_excess_ns != MR_CC_NO_SAMPLE && cc->round_min_excess_ns) {
+	if (delay) {
 		cc->round_pkts = mr_max_u32(cc->round_pkts, 1);
 		cc->round_ce = cc->round_pkts;
 	}
@@ -48,11 +84,13 @@ static void mr_cc_end_round(struct mr_cc_path *cc, u32 next_psn)
 		u64 cut = (u64)cc->cwnd_q10 * (cc->alpha_q10 / 2);
 
 		cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (u32)(cut / MR_Q10));
+		cc->ssthresh_q10 = 0;
 	}
 	cc->round_ce = 0;
 	cc->round_pkts = 0;
+	cc->round_lost = 0;
 	cc->round_min_excess_ns = MR_CC_NO_SAMPLE;
-	cc->round_loss = false;
+	cc->round_cut = false;
 	cc->round_end_psn = next_psn;
 }
 
@@ -64,36 +102,49 @@ void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, u64 ex
 	cc->round_ce += ce;
 	cc->round_pkts += mr_max_u32(pkts, ce);
 	cc->round_min_excess_ns = mr_min_u64(cc->round_min_excess_ns, excess_ns);
-	/* [MR-CC-2] additive increase, only for ACKs that report no congestion */
+	/*
+	 * [MR-CC-2] additive increase, only for ACKs that report no congestion;
+	 * [MR-CC-4] one packet per packet delivered while below ssthresh.
+	 */
 	if (!ce) {
-		for (i = 0; i < delivered; i++)
-			cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 + MR_Q10 * MR_Q10 / cc->cwnd_q10);
+		for (i = 0; i < delivered; i++) {
+			if (cc->cwnd_q10 < cc->ssthresh_q10)
+				cc->cwnd_q10 = mr_min_u32(cc->cwnd_q10 + MR_Q10, cc->ssthresh_q10);
+			else
+				cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 +
+							   MR_Q10 * MR_Q10 / cc->cwnd_q10);
+		}
 	}
 	/* the round ends once nothing sent before round_end_psn is outstanding */
 	if (!mr_seq_before(una, cc->round_end_psn))
 		mr_cc_end_round(cc, next_psn);
 }
 
-/* [MR-CC-4] a mild cut, once per round: random loss is not congestion. */
-void mr_cc_on_loss(struct mr_cc_path *cc)
+/* [MR-CC-4] losses are counted; mr_cc_end_round() decides whether they cut. */
+void mr_cc_on_loss(struct mr_cc_path *cc, u32 lost)
 {
 #ifdef METAROCE_MUTATION_LOSS_NO_CUT
 	/* Test-only mutation (make conformance-mutations): a loss leaves cwnd alone. */
 	return;
 #endif
-#ifndef METAROCE_MUTATION_LOSS_CUT_EVERY_ACK
-	/* (The mutation of that name cuts for every ACK that reveals a loss.) */
-	if (cc->round_loss)
-		return;
-#endif
-	cc->round_loss = true;
+#ifdef METAROCE_MUTATION_LOSS_CUT_EVERY_ACK
+	/* Test-only mutation: every ACK that shows a loss cuts by 1/8 at once. */
 	cc->cwnd_q10 = mr_cc_clamp(cc->cwnd_q10 - (cc->cwnd_q10 >> MR_LOSS_BETA_SHIFT));
+#endif
+	cc->round_lost += lost;
 }
 
+/*
+ * [MR-CC-4] an RTO collapses the window; it grows back one packet per packet
+ * delivered up to half of what it was (a tail loss on a lossy path is the
+ * usual cause, and growing by one packet per round from 1 takes dozens of
+ * rounds), then by one packet per round.
+ */
 void mr_cc_on_rto(struct mr_cc_path *cc)
 {
+	cc->ssthresh_q10 = mr_max_u32(cc->ssthresh_q10, cc->cwnd_q10 / 2);
 	cc->cwnd_q10 = MR_MIN_CWND * MR_Q10;
-	cc->round_loss = true;
+	cc->round_cut = true;
 }
 
 u16 mr_rate_hint_encode(u32 mbps)

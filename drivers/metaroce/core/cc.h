@@ -12,6 +12,8 @@
 #define MR_CONN_MAX_WINDOW	1024
 #define MR_ECN_G_SHIFT		4	/* g = 1/16 */
 #define MR_LOSS_BETA_SHIFT	3	/* beta = 1/8 */
+#define MR_LOSS_HEAVY_SHIFT	3	/* losses over 1/8 of the packets ... */
+#define MR_LOSS_SAMPLE		16	/* ... counted over at least this many */
 #define MR_RTT_TARGET_NS	50000ULL
 #define MR_SHARE_INTERVAL_NS	100000ULL
 #define MR_SHARE_HEADROOM_SHIFT	4	/* 1/16 of the link is kept free */
@@ -20,12 +22,16 @@
 /* Sender congestion state of one path; windows in Q10 packets, [MR-CC-1]. */
 struct mr_cc_path {
 	u32 cwnd_q10;
+	u32 ssthresh_q10;	/* after an RTO the window grows fast up to this, [MR-CC-4] */
 	u32 alpha_q10;
 	u32 round_end_psn;	/* the round ends when this PSN is no longer outstanding */
 	u32 round_ce;
 	u32 round_pkts;
 	u64 round_min_excess_ns;	/* the round's smallest RTT excess, [MR-CC-3] */
-	bool round_loss;	/* a loss decrease was applied in this round */
+	u32 round_lost;		/* PSNs the round's ACKs showed lost, [MR-CC-4] */
+	u32 sample_lost;	/* lost and received PSNs of the rounds since the last */
+	u32 sample_pkts;	/* heavy-loss verdict, [MR-CC-4] */
+	bool round_cut;		/* an RTO cut the window in this round */
 };
 
 /* mr_cc_on_ack() without an RTT sample. */
@@ -41,7 +47,8 @@ u32 mr_cc_window(const struct mr_cc_path *cc);
  */
 void mr_cc_on_ack(struct mr_cc_path *cc, u32 delivered, u32 ce, u32 pkts, u64 excess_ns,
 		  u32 una, u32 next_psn);
-void mr_cc_on_loss(struct mr_cc_path *cc);
+/* An ACK showed `lost` PSNs of the path lost ([MR-SACK-2]); judged at the round's end. */
+void mr_cc_on_loss(struct mr_cc_path *cc, u32 lost);
 void mr_cc_on_rto(struct mr_cc_path *cc);
 
 /* [MR-CC-10] rate hints in Mbit/s: m << e, rounded down; 0 means no hint. */

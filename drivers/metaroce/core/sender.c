@@ -646,10 +646,9 @@ static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const str
 void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 {
 	const struct mr_ackh *ack = &pkt->ack;
-	u32 path = pkt->bth.path_id, psn, delivered = 0, highest_end;
+	u32 path = pkt->bth.path_id, psn, delivered = 0, lost = 0, highest_end;
 	struct mr_path_tx *tp;
 	u64 newest_sent = 0, excess_ns = MR_CC_NO_SAMPLE;
-	bool any_loss = false;
 #ifdef METAROCE_MUTATION_RETX_WINDOW
 	bool gap = false;
 #endif
@@ -702,13 +701,13 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 		mr_retire(c, tp, path, rec, false, now);
 		tp->lost++;
 		c->sack_losses++;
-		any_loss = true;
+		lost++;
 	}
 	mr_path_advance_una(tp);
-	if (any_loss) {
+	if (lost) {
 		c->avoid_path = path;
 		tp->undo_cwnd_q10 = 0;	/* a real loss: the RTO's cut stands */
-		mr_cc_on_loss(&tp->cc);
+		mr_cc_on_loss(&tp->cc, lost);
 	} else {
 		mr_path_undo_rto(c, tp, ack, delivered, now);
 	}

@@ -130,8 +130,9 @@ declare -A rule=(
 	[SACK_OFF_BY_ONE]="the receiver sets SACK bit i for PSN cum_psn + i ([MR-ACK-2])"
 	[RETX_WINDOW]="go-back-N: SACKed PSNs after a gap are declared lost and resent ([MR-SACK-2], [MR-REL-2])"
 	[ACCEPT_BAD_RKEY]="an rkey whose key byte is wrong is accepted ([MR-SEC-1])"
-	[LOSS_NO_CUT]="a SACK-detected loss leaves the window as it was ([MR-CC-4])"
+	[LOSS_NO_CUT]="SACK-detected losses never cut the window, however heavy ([MR-CC-4])"
 	[LOSS_CUT_EVERY_ACK]="every ACK that reveals a loss cuts the window by 1/8, not once per round ([MR-CC-4])"
+	[LOSS_IS_CONGESTION]="every round with a loss cuts by 1/8, also random loss without a queue ([MR-CC-4])"
 )
 if [ -s "$results/mutations.txt" ]; then
 	while read -r m verdict rest; do

@@ -32,6 +32,11 @@ struct FabricConfig {
 	double dup = 0.0;
 	double reorder = 0.0;		// within a link
 	uint64_t jitter_ns = 0;		// extra latency, uniform in [0, jitter), FIFO per link
+	// A bottleneck on each link and direction: 0 = as fast as the senders; otherwise
+	// packets queue at this rate in a drop-tail buffer of link_buffer_pkts full-size
+	// packets, which marks nothing (the fabric that [MR-CC-4] must not overrun).
+	double link_gbps = 0;
+	uint32_t link_buffer_pkts = 0;
 	int blackhole_link = -1;	// data direction only, unless blackhole_acks
 	bool blackhole_acks = false;	// the black hole eats ACKs on the link too
 	uint64_t time_limit_ns = 2'000'000'000ULL;
@@ -58,6 +63,7 @@ struct Result {
 	std::vector<uint16_t> final_entropy;
 	std::vector<uint32_t> failures_per_path;
 	uint64_t packets = 0;
+	uint64_t overflows = 0;		// packets the links' full buffers dropped
 	uint32_t rx_duplicates = 0;
 	uint32_t reads = 0;
 	uint32_t atomics = 0;
@@ -111,6 +117,7 @@ public:
 		ca.tx_initial_psn = static_cast<u32>(rng_());
 		ca.rx_initial_psn = static_cast<u32>(rng_());
 		ca.seed = rng_();
+		full_pkt_ = MR_MAX_HDR_LEN + ca.pmtu + 64;
 		cb = ca;
 		cb.local_conn_id = ca.peer_conn_id;
 		cb.peer_conn_id = ca.local_conn_id;
@@ -127,6 +134,7 @@ public:
 		counter_.assign(wl_.streams, 0);
 		expect_counter_.assign(wl_.streams, 0);
 		link_last_.assign(2 * fc_.links, 0);
+		link_busy_.assign(2 * fc_.links, 0);
 		ops_.check_place = nullptr;
 		ops_.execute = &Sim::execute_cb;
 		if (wl_.handshake) {
@@ -518,9 +526,21 @@ private:
 	void send(std::vector<uint8_t> bytes, bool to_b, uint32_t link, uint64_t now,
 		  uint16_t sport = 0)
 	{
+		uint64_t lat = fc_.base_latency_ns + link * fc_.latency_step_ns;
+		if (fc_.link_gbps > 0) {
+			uint64_t &busy = link_busy_[link * 2 + (to_b ? 0 : 1)];
+			uint64_t start = std::max(now, busy);
+			uint64_t full = static_cast<uint64_t>(full_pkt_ * 8 / fc_.link_gbps);
+
+			if (start - now > fc_.link_buffer_pkts * full) {
+				res_.overflows++;
+				return;
+			}
+			busy = start + static_cast<uint64_t>((bytes.size() + 64) * 8 / fc_.link_gbps);
+			lat += busy - now;
+		}
 		if (chance(fc_.loss))
 			return;
-		uint64_t lat = fc_.base_latency_ns + link * fc_.latency_step_ns;
 		if (fc_.jitter_ns)
 			lat += rng_() % fc_.jitter_ns;
 		uint64_t &last = link_last_[link * 2 + (to_b ? 0 : 1)];
@@ -797,6 +817,8 @@ private:
 	std::vector<uint32_t> next_post_, next_send_done_, next_recv_done_, rsn_done_;
 	std::priority_queue<Flight> q_;
 	std::vector<uint64_t> link_last_;
+	std::vector<uint64_t> link_busy_;	// when each link's bottleneck is free
+	uint32_t full_pkt_ = 0;		// a full-size packet on the wire, framing included
 	std::set<std::tuple<uint32_t, uint32_t, uint32_t>> placed_;
 	std::map<std::pair<uint32_t, uint32_t>, std::vector<uint8_t>> rxbuf_;
 	uint64_t tx_free_ = 0;
