@@ -151,6 +151,7 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	v[METAROCE_ENG_RETRANSMITS - METAROCE_NR_COUNTERS] += e->retransmits;
 	v[METAROCE_ENG_RTOS - METAROCE_NR_COUNTERS] += e->rtos;
 	v[METAROCE_ENG_SPURIOUS_RTOS - METAROCE_NR_COUNTERS] += e->spurious_rtos;
+	v[METAROCE_ENG_RTOS_HELD - METAROCE_NR_COUNTERS] += e->rtos_held;
 	v[METAROCE_ENG_SACK_LOSSES - METAROCE_NR_COUNTERS] += e->sack_losses;
 	v[METAROCE_ENG_TAIL_PROBES - METAROCE_NR_COUNTERS] += e->tail_probes;
 	v[METAROCE_ENG_MSG_PROBES - METAROCE_NR_COUNTERS] += e->msg_probes;

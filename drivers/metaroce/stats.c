@@ -39,6 +39,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_RETRANSMITS].name = "retransmits",
 	[METAROCE_ENG_RTOS].name = "rtos",
 	[METAROCE_ENG_SPURIOUS_RTOS].name = "spurious_rtos",
+	[METAROCE_ENG_RTOS_HELD].name = "rtos_held",
 	[METAROCE_ENG_SACK_LOSSES].name = "sack_losses",
 	[METAROCE_ENG_TAIL_PROBES].name = "tail_probes",
 	[METAROCE_ENG_MSG_PROBES].name = "msg_probes",

@@ -113,6 +113,8 @@ struct mr_conn {
 	u64 pace_late_ns;	/* how late the sender reaches its slots (mean, gain 1/8) */
 	bool pace_late_valid;	/* pace_late_ns has its first sample */
 	u64 pace_late_sample;	/* this wake-up's lateness, learned once it is done */
+	u64 last_rto_ns;	/* [MR-REL-5] when a path last timed out (0: never) */
+	u32 last_rto_path;	/* and which */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	/*
@@ -134,6 +136,7 @@ struct mr_conn {
 	u32 sack_losses;	/* packets a SACK showed lost, [MR-REL-1] */
 	u32 rtos;		/* path retransmission timeouts, [MR-REL-5] */
 	u32 spurious_rtos;	/* RTOs whose "lost" packets all arrived: window restored */
+	u32 rtos_held;		/* RTOs put off while the whole connection was silent */
 	u32 path_failures;	/* paths failed and re-rolled, [MR-PATH-6] */
 	u32 ecn_echoes;		/* CE marks the peer's ACKs reported */
 	u32 naks_received;

@@ -765,12 +765,38 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 	for (p = 0; p < c->cfg.n_paths; p++)
 		used[p] = c->tx_path[p].entropy;
 	c->rtos++;
+	c->last_rto_ns = now;
+	c->last_rto_path = path;
 	if (mr_path_on_rto(tp, c->cfg.fail_rtos,
 			   mr_entropy_pick(&c->rng, used, c->cfg.n_paths))) {
 		c->path_failures++;
 		tp->undo_cwnd_q10 = 0;	/* a new route: nothing to learn about the old */
 	}
 	c->avoid_path = path;
+}
+
+/*
+ * [MR-REL-5] another path timed out, still waits for an answer to what it sent since,
+ * and no path has heard from the peer in between: the peer or the network is silent as
+ * a whole (a stalled host, most often), and this path's timeout would tell nothing that
+ * the other one's does not.  Once the other path has nothing outstanding, nothing of it
+ * would end the silence, and this path's timeout goes ahead.
+ */
+static bool mr_conn_silent_since_rto(const struct mr_conn *c, u32 path)
+{
+	u32 p;
+
+#ifdef METAROCE_MUTATION_RTO_EVERY_PATH
+	/* Test-only mutation: every path times out on its own. */
+	return false;
+#endif
+	if (!c->last_rto_ns || c->last_rto_path == path ||
+	    !c->tx_path[c->last_rto_path].outstanding)
+		return false;
+	for (p = 0; p < c->cfg.n_paths; p++)
+		if (c->tx_path[p].last_ack_ns >= c->last_rto_ns)
+			return false;
+	return true;
 }
 
 void mr_conn_on_timer(struct mr_conn *c, u64 now)
@@ -801,8 +827,14 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 		struct mr_path_tx *tp = &c->tx_path[p];
 
 		mr_path_stall_floor_decay(tp, now);
-		if (tp->outstanding && now >= tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto))
-			mr_path_expire(c, p, now);
+		if (!tp->outstanding || now < tp->rto_start_ns + mr_path_rto_ns(tp, &c->cfg.rto))
+			continue;
+		if (mr_conn_silent_since_rto(c, p)) {
+			c->rtos_held++;
+			tp->rto_start_ns = now;	/* it runs again from here */
+			continue;
+		}
+		mr_path_expire(c, p, now);
 	}
 }
 

@@ -133,6 +133,7 @@ declare -A rule=(
 	[LOSS_NO_CUT]="SACK-detected losses never cut the window, however heavy ([MR-CC-4])"
 	[LOSS_CUT_EVERY_ACK]="every ACK that reveals a loss cuts the window by 1/8, not once per round ([MR-CC-4])"
 	[LOSS_IS_CONGESTION]="every round with a loss cuts by 1/8, also random loss without a queue ([MR-CC-4])"
+	[RTO_EVERY_PATH]="every path times out on its own while the whole connection is silent ([MR-REL-5])"
 )
 if [ -s "$results/mutations.txt" ]; then
 	while read -r m verdict rest; do

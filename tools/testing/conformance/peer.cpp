@@ -259,7 +259,7 @@ void Peer::pump(int ms) {
     }
     int wait_ms = std::max(left, 0);
     if (serve_shared) wait_ms = std::min(wait_ms, 5);
-    if (!delayed_.empty()) {
+    if (!delayed_.empty() && delayed_.front().first != Clock::time_point::max()) {
       auto due = delayed_.front().first - now;
       wait_ms = std::min<int>(
           wait_ms, int(std::chrono::ceil<std::chrono::milliseconds>(due).count()));
@@ -312,11 +312,23 @@ void Peer::pump(int ms) {
   }
 }
 
+void Peer::stall(bool on) {
+  stalled_ = on;
+  if (on) return;
+  const auto now = Clock::now();
+  for (auto &[due, r] : delayed_)
+    if (due == Clock::time_point::max()) due = now;
+}
+
 void Peer::handle(Received &r) {
   const Packet &p = r.pkt;
   if (connected && is_sequenced(p.bth.opcode) && p.bth.path_id < kMaxPaths &&
       p.bth.conn_id == my_conn_id) {
     if (lose && lose(r)) return;
+    if (stalled_) {
+      delayed_.emplace_back(Clock::time_point::max(), std::move(r));
+      return;
+    }
     if (data_delay.count() > 0) {
       auto due = r.when + data_delay;
       if (!delayed_.empty()) due = std::max(due, delayed_.back().first);

@@ -126,6 +126,9 @@ class Peer {
   // judges it on arrival.
   std::chrono::microseconds data_delay{0};
   size_t held() const { return delayed_.size(); }  // arrived, not yet taken in
+  // A stalled receiver: while on, the DUT's sequenced packets are held (after `lose`
+  // and data_delay judged them); off takes them all in at once, in order.
+  void stall(bool on);
   std::vector<Received> seen_data;  // every sequenced packet from the DUT, in order
   void ack_dut_path(unsigned path, const Packet *trigger);
 
@@ -166,6 +169,7 @@ class Peer {
   uint32_t next_qpn_ = 0x100;
   // Arrived, not yet taken in (data_delay), with the time each is due.
   std::deque<std::pair<Clock::time_point, Received>> delayed_;
+  bool stalled_ = false;
   void handle(Received &r);
   Bytes resp_bytes_;  // our CONNECT_RESP, when we answered the DUT's request
   void init_dut();

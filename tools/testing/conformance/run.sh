@@ -14,7 +14,7 @@ top=$(cd "$here/../../.." && pwd)
 build=$top/build/conformance
 results=$build/results
 # Every mutation the module knows (#ifdef METAROCE_MUTATION_<NAME> in drivers/metaroce).
-all_mutations=(SACK_OFF_BY_ONE RETX_WINDOW ACCEPT_BAD_RKEY LOSS_NO_CUT LOSS_CUT_EVERY_ACK LOSS_IS_CONGESTION)
+all_mutations=(SACK_OFF_BY_ONE RETX_WINDOW ACCEPT_BAD_RKEY LOSS_NO_CUT LOSS_CUT_EVERY_ACK LOSS_IS_CONGESTION RTO_EVERY_PATH)
 
 mutations=()
 if [ "${1:-}" = --mutations ]; then

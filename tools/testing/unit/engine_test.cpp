@@ -523,6 +523,82 @@ TEST(Path, SpuriousRtoRaisesTheStallFloorOfEveryPath_MR_REL_5)
 	EXPECT_EQ(tp.stall_floor_ns, MR_STALL_FLOOR_MAX_NS) << "bounded";
 }
 
+// [MR-REL-5] when the peer stalls, every path's RTO comes due at once; the first one
+// tells all there is to know, so the others wait until some path hears from the peer
+// again instead of declaring their windows lost too.
+TEST(Path, RtoWaitsWhileTheWholeConnectionIsSilent_MR_REL_5)
+{
+	Pair p(4);
+	u64 t = 5000;
+	mr_place pl;
+	mr_completion cm;
+	// a sends what it may, b takes it all at once and answers after delay_ns.
+	auto round = [&](u64 delay_ns) {
+		mr_tx_desc d;
+		mr_pkt ack;
+		std::vector<mr_pkt> acks;
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			mr_conn_receive(p.b.get(), t, &d.pkt, false, &pl);
+		while (mr_conn_poll_completion(p.b.get(), &cm))
+			;
+		while (mr_conn_next_ack(p.b.get(), t, &ack))
+			acks.push_back(ack);
+		t += delay_ns;
+		mr_conn_on_timer(p.a.get(), t);
+		for (const mr_pkt &k : acks)
+			mr_conn_receive(p.a.get(), t, &k, false, &pl);
+		while (mr_conn_poll_completion(p.a.get(), &cm))
+			;
+	};
+	for (int i = 0; i < 64; i++) {
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 16 * 1024, 0x1000, 1, i), 0);
+		for (int j = 0; j < 8; j++)
+			round(100000);
+	}
+	const u32 rtos = p.a->rtos;
+
+	// Every path has packets out when b stalls for 30 ms.
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 256 * 1024, 0x1000, 1, 99), 0);
+	mr_tx_desc d;
+	for (u64 end = t + 200000; t < end; t += 10000)
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			;	// b takes nothing: it is stalled
+	for (u32 i = 0; i < 4; i++)
+		ASSERT_GT(p.a->tx_path[i].outstanding, 0u) << "path " << i;
+	u32 lost_before[4];
+	for (u32 i = 0; i < 4; i++)
+		lost_before[i] = p.a->tx_path[i].lost;
+	for (u64 end = t + 30000000; t < end; t += 50000) {
+		mr_conn_on_timer(p.a.get(), t);
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			;	// resends vanish too
+	}
+	u32 timed_out = 0;
+	for (u32 i = 0; i < 4; i++)
+		timed_out += p.a->tx_path[i].lost != lost_before[i];
+	EXPECT_EQ(timed_out, 1u) << "paths whose window the stall declared lost";
+	EXPECT_GT(p.a->rtos, rtos);
+	EXPECT_GT(p.a->rtos_held, 0u);
+
+	// Should the silence last, the connection still sends at least once per MR_MAX_RTO
+	// until it times out: some path's timeout is always running.
+	u64 last_send = t, longest = 0;
+	for (u64 end = t + MR_CONN_TIMEOUT_NS - 100000000; t < end; t += 1000000) {
+		bool sent = false;
+
+		mr_conn_on_timer(p.a.get(), t);
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			sent = true;
+		if (sent) {
+			longest = std::max(longest, t - last_send);
+			last_send = t;
+		}
+	}
+	longest = std::max(longest, t - last_send);
+	EXPECT_LE(longest, p.a->cfg.rto.max_ns + 2000000) << "silent longer than MR_MAX_RTO";
+	EXPECT_FALSE(p.a->failed);
+}
+
 // [MR-PATH-2] entropy is in the dynamic range and differs from the other paths'.
 TEST(Path, EntropyIsDynamicRangeAndDistinct_MR_PATH_2)
 {

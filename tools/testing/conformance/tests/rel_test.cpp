@@ -839,5 +839,89 @@ TEST_F(RelTest, MR_VERBS_13_ReadSourceGoneStopsAndNaks) {
   EXPECT_EQ(qp_state(t.s), 3) << "the responder's QP left RTS";
 }
 
+// [MR-REL-5]: when the receiver stalls, every path's RTO comes due; the first path's
+// timeout tells all there is, so the others wait until some path hears from the peer
+// again.  A connection of its own (from 198.18.1.25) carries bulk Writes over a 2 ms
+// link; then the receiver takes nothing in (nor answers) until 300 ms after the first
+// path showed a timeout, or 1.7 s.  A path shows one by a PROBE ([MR-PATH-5]: a path
+// that timed out probes) or by sending again more than two of the packets it sent
+// before the stall (a tail-loss probe resends one).  At most one path may show one.
+TEST_F(RelTest, MR_REL_5_StallTimesOutOnePathNotEvery) {
+  CLAUSES("MR-REL-5 MR-REL-4 MR-REL-6 MR-PATH-5");
+  Peer q("198.18.1.25", 4);
+  Peer::Stream s = q.open_stream();
+  q.data_delay = std::chrono::milliseconds(2);
+  using Key = std::pair<uint32_t, uint32_t>;  // a Write packet: msn, offset
+  std::map<Key, unsigned> first_path;
+  std::map<unsigned, std::set<Key>> before, resent;
+  std::map<unsigned, unsigned> probes;
+  bool stalled = false;
+  q.lose = [&](const Received &r) {
+    if (stalled && r.pkt.bth.opcode == kProbe) probes[r.pkt.bth.path_id]++;
+    if (r.pkt.bth.opcode != kWrite) return false;
+    Key key{r.pkt.bth.msn, r.pkt.bth.offset};
+    auto [it, fresh] = first_path.emplace(key, r.pkt.bth.path_id);
+    if (fresh && !stalled) before[it->second].insert(key);
+    if (!fresh && stalled && (r.pkt.bth.flags & kRetx) && before[it->second].count(key))
+      resent[it->second].insert(key);
+    return false;
+  };
+  auto timed_out = [&] {
+    std::set<unsigned> paths;
+    for (auto &[path, set] : resent)
+      if (set.size() > 2) paths.insert(path);
+    for (auto &[path, n] : probes) paths.insert(path);
+    return unsigned(paths.size());
+  };
+  const std::string qs = std::to_string(s.qp);
+  const unsigned writes = 6;
+  const uint32_t len = 512 * 1024;
+  for (unsigned i = 0; i < writes; i++)
+    q.dut.cmd("write " + qs + " 0 " + std::to_string(len) + " " +
+              std::to_string(0x100000 * (i + 1)) + " 0x2");
+  q.pump(100);
+  stalled = true;
+  q.stall(true);
+  const auto stall_start = Clock::now();
+  auto first = Clock::time_point::max();
+  // MR_CONN_TIMEOUT (2 s) counts from the last ACK: the stall ends well before.
+  while (Clock::now() - stall_start < std::chrono::milliseconds(1700)) {
+    q.pump(5);
+    if (first == Clock::time_point::max() && timed_out()) first = Clock::now();
+    if (first != Clock::time_point::max() && Clock::now() > first + std::chrono::milliseconds(300))
+      break;
+  }
+  const double stall_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - stall_start).count();
+  const unsigned n = timed_out();
+  q.stall(false);
+  stalled = false;
+  std::string wcs;
+  for (unsigned i = 0; i < writes; i++) wcs += wait_wc_of(q, s, 30000);
+  q.lose = nullptr;
+  q.data_delay = std::chrono::microseconds(0);
+  std::string line = "# a stall of " + std::to_string(int(stall_ms)) +
+                     " ms; per path: packets before it / sent again in it / PROBEs in it:";
+  for (auto &[path, set] : before)
+    line += " " + std::to_string(path) + ":" + std::to_string(set.size()) + "/" +
+            std::to_string(resent[path].size()) + "/" + std::to_string(probes[path]);
+  printf("%s\n", line.c_str());
+  ASSERT_GE(before.size(), 2u) << "fewer than two paths carried the Writes before the stall";
+  ASSERT_GE(n, 1u) << "no path timed out in a stall of " << int(stall_ms) << " ms";
+  EXPECT_LE(n, 1u) << "paths that timed out in one stall";
+  unsigned ok = 0;
+  for (size_t at = wcs.find("status=0 opcode=1 "); at != std::string::npos;
+       at = wcs.find("status=0 opcode=1 ", at + 1))
+    ok++;
+  EXPECT_EQ(ok, writes) << "Write completions: " << wcs;
+  for (unsigned i = 0; i < writes; i++) {
+    uint64_t have = 0;
+    for (const auto &[off, part] : q.in_msgs[{s.my_qpn, i}].parts) have += part.size();
+    EXPECT_EQ(have, len) << "bytes missing from Write " << i;
+  }
+  q.dut.cmd("destroy " + qs);
+  q.close_connection();
+}
+
 }  // namespace
 }  // namespace conf
