@@ -115,6 +115,7 @@ struct mr_conn {
 	u64 pace_late_sample;	/* this wake-up's lateness, learned once it is done */
 	u64 last_rto_ns;	/* [MR-REL-5] when a path last timed out (0: never) */
 	u32 last_rto_path;	/* and which */
+	u64 last_tlp_ns;	/* [MR-REL-6] when the last tail-loss probe went (0: never) */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	/*

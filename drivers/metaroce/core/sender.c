@@ -49,13 +49,29 @@ static bool mr_fence_blocks(struct mr_tx_stream *st, u32 msn)
 	return false;
 }
 
-/* [MR-REL-6] PTO = max(2 SRTT, MIN_RTO / 2) after the later of last send and last ACK. */
+/* Some path has received an ACK at or after t. */
+static bool mr_conn_heard_since(const struct mr_conn *c, u64 t)
+{
+	u32 p;
+
+	for (p = 0; p < c->cfg.n_paths; p++)
+		if (c->tx_path[p].last_ack_ns >= t)
+			return true;
+	return false;
+}
+
+/*
+ * [MR-REL-6] PTO = max(2 SRTT, MIN_RTO / 2) after the later of last send and last ACK;
+ * none while the connection's last probe has not been answered by any ACK.
+ */
 static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
 {
 	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
 
 	if (!tp->outstanding || tp->tlp_done || tp->state != MR_PATH_ACTIVE ||
 	    tp->next_psn - tp->una >= MR_SACK_BITS || pto >= mr_path_rto_ns(tp, &c->cfg.rto))
+		return MR_NO_DEADLINE;
+	if (c->last_tlp_ns && !mr_conn_heard_since(c, c->last_tlp_ns))
 		return MR_NO_DEADLINE;
 	return mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + pto;
 }
@@ -419,6 +435,7 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		out->pkt.bth.flags |= MR_F_ACK_REQ;
 		mr_record_sent(c, tp, &pick, m->round, now);
 		c->tail_probes++;
+		c->last_tlp_ns = now;
 		return true;
 	}
 	return false;
@@ -784,19 +801,13 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
  */
 static bool mr_conn_silent_since_rto(const struct mr_conn *c, u32 path)
 {
-	u32 p;
-
 #ifdef METAROCE_MUTATION_RTO_EVERY_PATH
 	/* Test-only mutation: every path times out on its own. */
 	return false;
 #endif
-	if (!c->last_rto_ns || c->last_rto_path == path ||
-	    !c->tx_path[c->last_rto_path].outstanding)
-		return false;
-	for (p = 0; p < c->cfg.n_paths; p++)
-		if (c->tx_path[p].last_ack_ns >= c->last_rto_ns)
-			return false;
-	return true;
+	return c->last_rto_ns && c->last_rto_path != path &&
+	       c->tx_path[c->last_rto_path].outstanding &&
+	       !mr_conn_heard_since(c, c->last_rto_ns);
 }
 
 void mr_conn_on_timer(struct mr_conn *c, u64 now)

@@ -599,6 +599,41 @@ TEST(Path, RtoWaitsWhileTheWholeConnectionIsSilent_MR_REL_5)
 	EXPECT_FALSE(p.a->failed);
 }
 
+// [MR-REL-6] a silence of the whole connection gets one tail-loss probe, not one per
+// path: its ACK answers for the peer; once any ACK came, the other paths may probe.
+TEST(Reliability, OneTailProbeWhileTheWholeConnectionIsSilent_MR_REL_6)
+{
+	Pair p(4);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 256 * 1024, 0x1000, 1, 1), 0);
+	std::vector<mr_tx_desc> sent;
+	mr_tx_desc d;
+	u64 t = 0;
+	for (; t < 20000; t += 1000)
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			sent.push_back(d);
+	for (u32 i = 0; i < 4; i++)
+		ASSERT_GT(p.a->tx_path[i].outstanding, 0u) << "path " << i;
+	ASSERT_EQ(p.a->tail_probes, 0u);
+	// Silence until just before the first RTO (MR_INITIAL_RTO: no RTT sample yet).
+	for (; t < MR_INITIAL_RTO_NS - 50000; t += 10000)
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			sent.push_back(d);
+	EXPECT_EQ(p.a->tail_probes, 1u) << "tail-loss probes in one silence of the connection";
+	ASSERT_EQ(p.a->rtos, 0u);
+
+	// b answers one path: the others may probe now.
+	mr_place pl;
+	mr_pkt ack;
+	for (const mr_tx_desc &x : sent)
+		mr_conn_receive(p.b.get(), t, &x.pkt, false, &pl);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), t, &ack));
+	mr_conn_receive(p.a.get(), t, &ack, false, &pl);
+	const u32 answered = ack.bth.path_id;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t, &d));
+	EXPECT_EQ(p.a->tail_probes, 2u);
+	EXPECT_NE(d.pkt.bth.path_id, answered);
+}
+
 // [MR-PATH-2] entropy is in the dynamic range and differs from the other paths'.
 TEST(Path, EntropyIsDynamicRangeAndDistinct_MR_PATH_2)
 {
