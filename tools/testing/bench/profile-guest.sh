@@ -16,7 +16,8 @@
 #   to trust.
 # Arguments: SECONDS of each run (default 8), TRANSPORTS (default "metaroce rxe"),
 # PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0"), NETEM
-# (on each fabric link when vm.sh made one: --links K).
+# (on each fabric link when vm.sh made one: --links K), SIZE and DEPTH of the Writes
+# (default 65536 and 16; 64 and 1 profile the latency run: then p50/p99 are printed).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -25,6 +26,8 @@ transports=${2:-metaroce rxe}
 use_perf=${3:-0}
 modparams=${4:-}
 netem=${5:-}
+size=${6:-65536}
+depth=${7:-16}
 # On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
 nd=eth0 addr=${MR_ADDR%/*}
 if [ "${MR_LINKS:-0}" != 0 ]; then
@@ -33,7 +36,6 @@ if [ "${MR_LINKS:-0}" != 0 ]; then
 		fabric_shape "$i" "${netem:-loss 0%}" || exit 1
 	done
 fi
-size=65536 depth=16
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
 say() { echo "PROFILE $*"; }
 
@@ -116,6 +118,13 @@ for t in $transports; do
 		echo "$out" | grep -q 'PASS' || echo "# $t: the run failed: $out"
 		pair_tell "bytes$step" "${bytes:-0}"
 		say "$t a goodput_MBps ${mbps:-0}"
+		lat=$(sed -n 's/^mr_ktraffic: write latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
+		if [ -n "$lat" ]; then
+			read -r p50 p99 pmax <<<"$lat"
+			say "$t a write_p50_us $p50"
+			say "$t a write_p99_us $p99"
+			say "$t a write_max_us $pmax"
+		fi
 	else
 		bytes=$(pair_hear "bytes$step" 60)
 	fi
