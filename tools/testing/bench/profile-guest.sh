@@ -17,7 +17,10 @@
 # Arguments: SECONDS of each run (default 8), TRANSPORTS (default "metaroce rxe"),
 # PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0"), NETEM
 # (on each fabric link when vm.sh made one: --links K), SIZE and DEPTH of the Writes
-# (default 65536 and 16; 64 and 1 profile the latency run: then p50/p99 are printed).
+# (default 65536 and 16; 64 and 1 profile the latency run: then p50/p99 are printed),
+# TRACE (1: every MetaRoCE packet each side sent and took in, from the metaroce_tx and
+# metaroce_rx tracepoints, printed after the run as
+#   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N len=N sport=N").
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -28,6 +31,7 @@ modparams=${4:-}
 netem=${5:-}
 size=${6:-65536}
 depth=${7:-16}
+pkt_trace=${8:-0}
 # On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
 nd=eth0 addr=${MR_ADDR%/*}
 if [ "${MR_LINKS:-0}" != 0 ]; then
@@ -74,6 +78,14 @@ for t in $transports; do
 		echo >$trace/trace
 		echo 1 >$trace/events/metaroce/metaroce_path/enable
 	fi
+	if [ "$t" = metaroce ] && [ "$pkt_trace" = 1 ]; then
+		mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+		trace=/sys/kernel/tracing
+		echo 16384 >$trace/buffer_size_kb
+		echo >$trace/trace
+		echo 1 >$trace/events/metaroce/metaroce_tx/enable
+		echo 1 >$trace/events/metaroce/metaroce_rx/enable
+	fi
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
@@ -88,7 +100,13 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	[ -z "$perf_pid" ] || wait "$perf_pid"
-	if [ -n "$trace" ]; then
+	if [ -n "$trace" ] && [ "$pkt_trace" = 1 ]; then
+		echo 0 >$trace/events/metaroce/metaroce_tx/enable
+		echo 0 >$trace/events/metaroce/metaroce_rx/enable
+		sed -n 's/.* \([0-9]*\.[0-9]*\): metaroce_\(tx\|rx\): [^ ]* \(op=[^ ]*\) \(flags=[^ ]*\) conn=[^ ]* \(path=[^ ]*\) \(psn=[^ ]*\) stream=[^ ]* \(msn=[^ ]*\) off=[^ ]* \(len=[^ ]*\) \(sport=[^ ]*\).*/TRACE '"$MR_ROLE"' \1 \2 \3 \4 \5 \6 \7 \8 \9/p' \
+			$trace/trace
+	fi
+	if [ -n "$trace" ] && [ "$MR_ROLE" = a ]; then
 		echo 0 >$trace/events/metaroce/metaroce_path/enable
 		# "... path=3 state=1 cwnd=16 outstanding=9 srtt_us=812 min_rtt_us=400 rto_us=..."
 		sed -n 's/.*metaroce_path: .* path=\([0-9]*\) state=\([0-9]*\) cwnd=\([0-9]*\) outstanding=\([0-9]*\) srtt_us=\([0-9]*\) min_rtt_us=\([0-9]*\) rto_us=\([0-9]*\) stall_floor_us=\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8/p' \
