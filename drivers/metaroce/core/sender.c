@@ -796,17 +796,23 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
  * [MR-REL-5] another path timed out, still waits for an answer to what it sent since,
  * and no path has heard from the peer in between: the peer or the network is silent as
  * a whole (a stalled host, most often), and this path's timeout would tell nothing that
- * the other one's does not.  Once the other path has nothing outstanding, nothing of it
- * would end the silence, and this path's timeout goes ahead.
+ * the other one's does not.  A path that timed out waits for an answer to its probe
+ * (PROBE or SUSPECT), also in the instant between its timeout and the probe's sending:
+ * RTOs that come due in one timer run (a late timer, the first window of a connection)
+ * are held too.  Once the other path waits for nothing, nothing of it would end the
+ * silence, and this path's timeout goes ahead.
  */
 static bool mr_conn_silent_since_rto(const struct mr_conn *c, u32 path)
 {
+	const struct mr_path_tx *last = &c->tx_path[c->last_rto_path];
+
 #ifdef METAROCE_MUTATION_RTO_EVERY_PATH
 	/* Test-only mutation: every path times out on its own. */
 	return false;
 #endif
 	return c->last_rto_ns && c->last_rto_path != path &&
-	       c->tx_path[c->last_rto_path].outstanding &&
+	       (last->outstanding || last->state == MR_PATH_PROBE ||
+		last->state == MR_PATH_SUSPECT) &&
 	       !mr_conn_heard_since(c, c->last_rto_ns);
 }
 

@@ -599,6 +599,38 @@ TEST(Path, RtoWaitsWhileTheWholeConnectionIsSilent_MR_REL_5)
 	EXPECT_FALSE(p.a->failed);
 }
 
+// [MR-REL-5] RTOs that come due in the same timer run (a timer that fired late, the
+// first windows of a connection, sent together before any RTT sample) are held too: the
+// path that timed out first has no packet out until its probe goes, but it waits for one.
+TEST(Path, RtosDueInOneTimerRunAreHeldToo_MR_REL_5)
+{
+	Pair p(4);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 256 * 1024, 0x1000, 1, 1), 0);
+	mr_tx_desc d;
+	u64 t = 0;
+	for (; t < 20000; t += 1000)
+		while (mr_conn_next_packet(p.a.get(), t, &d))
+			;	// b is silent: nothing is answered
+	u32 lost_before[4];
+	for (u32 i = 0; i < 4; i++) {
+		ASSERT_GT(p.a->tx_path[i].outstanding, 0u) << "path " << i;
+		ASSERT_FALSE(p.a->tx_path[i].rtt.have_sample);
+		lost_before[i] = p.a->tx_path[i].lost;
+	}
+	// One timer run, late enough for every path's RTO (MR_INITIAL_RTO: no sample yet).
+	t += MR_INITIAL_RTO_NS + 1000000;
+	mr_conn_on_timer(p.a.get(), t);
+	u32 timed_out = 0;
+	for (u32 i = 0; i < 4; i++)
+		timed_out += p.a->tx_path[i].lost != lost_before[i];
+	EXPECT_EQ(timed_out, 1u) << "paths whose window one late timer run declared lost";
+	EXPECT_EQ(p.a->rtos, 1u);
+	EXPECT_EQ(p.a->rtos_held, 3u);
+	// The path that timed out probes; the others keep their windows out.
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t, &d));
+	EXPECT_EQ(d.pkt.bth.opcode, MR_OP_PROBE);
+}
+
 // [MR-REL-6] a silence of the whole connection gets one tail-loss probe, not one per
 // path: its ACK answers for the peer; once any ACK came, the other paths may probe.
 TEST(Reliability, OneTailProbeWhileTheWholeConnectionIsSilent_MR_REL_6)
