@@ -53,11 +53,15 @@ done
 ip link add fab0 type veth peer name fab0 netns fr
 ip addr add "$MR_EP/24" dev fab0
 ip -n fr addr add "$ep_net.254/24" dev fab0
-# MetaRoCE sends a path's burst as one UDP GSO skb; a veth would carry it whole to
-# the links' netem, which then drops or delays the burst as one packet.  Cut at
-# the endpoint, as a NIC without UDP segmentation offload does (TCP's TSO is left
-# as it is).
-ethtool -K fab0 tx-udp-segmentation off >/dev/null
+# MetaRoCE sends a path's burst as one UDP GSO skb, TCP a 64 KB TSO skb; a veth
+# would carry either whole through the router to the links' netem, which would
+# then drop or delay the burst as one packet, and the router would forward one
+# skb for what the wire carries as dozens of frames.  Cut both at the endpoint,
+# as a NIC does: every transport's frames cross the router (the switch) and its
+# netem one by one, at the same cost per frame.  (TCP's TSO went through whole
+# until 2026-12: its bursts cost the router one forwarding each, MetaRoCE's
+# packets one each, and netem's loss took a whole 64 KB of TCP at a time.)
+ethtool -K fab0 tx-udp-segmentation off tso off >/dev/null
 ip link set fab0 up
 ip -n fr link set fab0 up
 ip route add "$peer_net.0/24" via "$ep_net.254" dev fab0
