@@ -71,20 +71,16 @@ for t in $transports; do
 	# sender's windows, RTTs and RTOs as they were.  (A background sampler does not
 	# help: the guest's one vCPU runs no user task until the kernel's traffic stops.)
 	trace=
-	if [ "$t" = metaroce ] && [ "$MR_ROLE" = a ]; then
-		mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-		trace=/sys/kernel/tracing
-		echo 4096 >$trace/buffer_size_kb
-		echo >$trace/trace
-		echo 1 >$trace/events/metaroce/metaroce_path/enable
-	fi
-	if [ "$t" = metaroce ] && [ "$pkt_trace" = 1 ]; then
+	if [ "$t" = metaroce ] && { [ "$MR_ROLE" = a ] || [ "$pkt_trace" = 1 ]; }; then
 		mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 		trace=/sys/kernel/tracing
 		echo 16384 >$trace/buffer_size_kb
 		echo >$trace/trace
-		echo 1 >$trace/events/metaroce/metaroce_tx/enable
-		echo 1 >$trace/events/metaroce/metaroce_rx/enable
+		[ "$MR_ROLE" = a ] && echo 1 >$trace/events/metaroce/metaroce_path/enable
+		if [ "$pkt_trace" = 1 ]; then
+			echo 1 >$trace/events/metaroce/metaroce_tx/enable
+			echo 1 >$trace/events/metaroce/metaroce_rx/enable
+		fi
 	fi
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
