@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Our packets onto the wire: route (cached per path), UDP and IP encapsulation, xmit. */
 
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
 #include <net/dst_cache.h>
 #include <net/inet_ecn.h>
 #include <net/ip6_route.h>
@@ -36,7 +38,6 @@ static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, _
 	mnet = READ_ONCE(mdev->mnet);
 	if (!ndev || !mnet || !mnet->sock4)
 		goto drop;
-	fl4.flowi4_oif = ndev->ifindex;
 	fl4.flowi4_proto = IPPROTO_UDP;
 	fl4.daddr = daddr;
 	fl4.saddr = saddr;
@@ -45,6 +46,12 @@ static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, _
 	if (dc)
 		rt = dst_cache_get_ip4(dc, &fl4.saddr);
 	if (!rt) {
+		/*
+		 * Out of our netdev, unless the peer is an address of this host:
+		 * then over loopback, wherever that address lives ([MR-CONN-13]).
+		 */
+		if (!__ip_dev_find(dev_net(ndev), daddr, false))
+			fl4.flowi4_oif = ndev->ifindex;
 		rt = ip_route_output_key(dev_net(ndev), &fl4);
 		if (IS_ERR(rt)) {
 			metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);
@@ -82,7 +89,6 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 		goto drop;
 	/* [MR-ENC-3] the flow label follows the path's entropy. */
 	label = htonl(sport) & IPV6_FLOWLABEL_MASK;
-	fl6.flowi6_oif = ndev->ifindex;
 	fl6.flowi6_proto = IPPROTO_UDP;
 	fl6.daddr = *daddr;
 	fl6.saddr = *saddr;
@@ -92,6 +98,10 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 	if (dc)
 		dst = dst_cache_get_ip6(dc, &fl6.saddr);
 	if (!dst) {
+#if IS_REACHABLE(CONFIG_IPV6)
+		if (!ipv6_chk_addr(dev_net(ndev), daddr, NULL, 0))
+#endif
+			fl6.flowi6_oif = ndev->ifindex;
 		dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(ndev), mnet->sock6->sk, &fl6, NULL);
 		if (IS_ERR(dst)) {
 			metaroce_count(mdev, METAROCE_CNT_TX_DROP_NOROUTE);

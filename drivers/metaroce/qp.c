@@ -135,10 +135,6 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 	laddr = (const struct in6_addr *)grh->sgid_attr->gid.raw;
 	if (ipv6_addr_v4mapped(laddr) != ipv6_addr_v4mapped(raddr))
 		return -EINVAL;
-	/* A connection to ourselves would have to answer its own handshake: not yet. */
-	if (ipv6_addr_equal(laddr, raddr))
-		return -EOPNOTSUPP;
-
 	mutex_lock(&mdev->conn_mutex);
 	c = metaroce_conn_find(mdev, laddr, raddr);
 	if (!c) {
@@ -156,8 +152,17 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 		 * [MR-CONN-12] both ends move their QPs to RTR; the one with
 		 * the lower address asks and the other waits for its
 		 * CONNECT_REQ, so the handshake never crosses itself.
+		 * [MR-CONN-13] a connection to our own address is its own
+		 * peer, up at once: its packets come back over loopback.
 		 */
-		if (mr_hs_we_ask(laddr->s6_addr, raddr->s6_addr)) {
+		if (ipv6_addr_equal(laddr, raddr)) {
+			metaroce_hs_local(mdev, &l);
+			spin_lock_bh(&c->lock);
+			if (mr_hs_loopback(&c->hs, &l, c->id, get_random_u32()) ==
+			    MR_HS_EV_ESTABLISHED)
+				metaroce_conn_established(c);
+			spin_unlock_bh(&c->lock);
+		} else if (mr_hs_we_ask(laddr->s6_addr, raddr->s6_addr)) {
 			metaroce_hs_local(mdev, &l);
 			spin_lock_bh(&c->lock);
 			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());

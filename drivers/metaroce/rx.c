@@ -5,9 +5,11 @@
  * CONNECT_REQs, UD datagrams), drops counted by reason.
  */
 
+#include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <net/addrconf.h>
 #include <net/inet_ecn.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -113,10 +115,13 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 	/*
 	 * [MR-SEC-3] a connection is its conn_id and its two addresses: a
 	 * packet naming our id from elsewhere (or to another of our
-	 * addresses) is not the peer's.
+	 * addresses) is not the peer's.  A connection to ourselves
+	 * ([MR-CONN-13]) hears only what came back over loopback: from a
+	 * wire, our own source address is forged.
 	 */
 	metaroce_skb_addrs(skb, &laddr, &raddr);
-	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr)) {
+	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr) ||
+	    (ipv6_addr_equal(&raddr, &laddr) && !(skb->dev->flags & IFF_LOOPBACK))) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
 		metaroce_conn_put(c);
@@ -163,6 +168,27 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 }
 
 /*
+ * A packet to one of this host's own addresses comes in over the loopback
+ * device, not over the netdev it was sent from: a datagram to the device's
+ * own GID, or a packet between two devices of one namespace.  Its device is
+ * the one on the netdev that holds the destination address.  Under RCU, as
+ * encap_rcv runs.
+ */
+static struct metaroce_dev *metaroce_dev_of_local_dst(struct sk_buff *skb)
+{
+	struct net *net = dev_net(skb->dev);
+	struct net_device *ndev = NULL;
+
+	if (skb->protocol == htons(ETH_P_IP))
+		ndev = __ip_dev_find(net, ip_hdr(skb)->daddr, false);
+#if IS_REACHABLE(CONFIG_IPV6)
+	else if (skb->protocol == htons(ETH_P_IPV6))
+		ndev = ipv6_dev_find(net, &ipv6_hdr(skb)->daddr, NULL);
+#endif
+	return ndev ? metaroce_dev_from_netdev(ndev) : NULL;
+}
+
+/*
  * Called by UDP for every datagram to our port, in softirq context, after the
  * UDP checksum was verified; skb->data points at the UDP header.  Returns 0:
  * the skb is always consumed.
@@ -173,8 +199,10 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	struct metaroce_dev *mdev;
 	struct mr_pkt pkt;
 
-	/* Packets count against the device of the netdev they arrived on. */
+	/* Packets count against the device of the netdev they arrived on (or were sent to). */
 	mdev = metaroce_dev_from_netdev(skb->dev);
+	if (!mdev && (skb->dev->flags & IFF_LOOPBACK))
+		mdev = metaroce_dev_of_local_dst(skb);
 	if (!mdev)
 		goto drop;
 	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);

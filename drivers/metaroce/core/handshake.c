@@ -113,6 +113,36 @@ enum mr_hs_event mr_hs_accept(struct mr_hs *hs, const struct mr_hs_local *l,
 	return mr_hs_answer(hs, req);
 }
 
+enum mr_hs_event mr_hs_loopback(struct mr_hs *hs, const struct mr_hs_local *l, u32 conn_id,
+				u32 initial_psn)
+{
+	const struct mr_connh self = {
+		.ver_min = l->ver_min,
+		.ver_max = l->ver_max,
+		.max_paths = l->max_paths,
+		.src_conn_id = conn_id,
+		.incarnation = l->incarnation,
+		.pmtu = l->pmtu,
+		.link_mbps = l->link_mbps,
+		.initial_psn = initial_psn,
+	};
+
+	memset(hs, 0, sizeof(*hs));
+	if (!conn_id)
+		return MR_HS_EV_NONE;
+	hs->local = *l;
+	hs->requester = true;	/* nobody else's CONNECT_REQ is answered on it */
+	hs->local_conn_id = conn_id;
+	hs->local_initial_psn = initial_psn;
+	hs->rng = (u64)conn_id << 32 | initial_psn;
+	if (!mr_hs_agree(hs, &self)) {
+		hs->state = MR_HS_FAILED;
+		return MR_HS_EV_FAILED;
+	}
+	hs->state = MR_HS_ESTABLISHED;
+	return MR_HS_EV_ESTABLISHED;
+}
+
 enum mr_hs_event mr_hs_yield(struct mr_hs *hs, const struct mr_pkt *req)
 {
 	if (hs->state != MR_HS_REQ_SENT)

@@ -140,6 +140,14 @@ enum mr_hs_req_verdict mr_hs_classify_req(const struct mr_hs *existing, const st
 /* Responder: answer a CONNECT_REQ into a fresh hs with a random nonzero conn_id. */
 enum mr_hs_event mr_hs_accept(struct mr_hs *hs, const struct mr_hs_local *l,
 			      const struct mr_pkt *req, u32 conn_id, u32 initial_psn);
+/*
+ * [MR-CONN-13] a connection from an address to itself (QPs of one device connected
+ * to each other, or a QP to itself) is its own peer: every packet it sends comes back
+ * to it, so it is established at once, with no CONNECT_REQ, its conn_id and initial
+ * PSN serving both directions.
+ */
+enum mr_hs_event mr_hs_loopback(struct mr_hs *hs, const struct mr_hs_local *l, u32 conn_id,
+				u32 initial_psn);
 /* The losing requester of [MR-CONN-11] answers, keeping its own conn_id and PSN. */
 enum mr_hs_event mr_hs_yield(struct mr_hs *hs, const struct mr_pkt *req);
 /* [MR-SEC-5] at most one CONNECT_RESP per MR_CONNECT_RESP_GAP_NS answers duplicates. */

@@ -2,7 +2,10 @@
 // The connection handshake: agreement, retries, duplicates, restarts, crossing requests, CLOSE.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "core.hpp"
 
@@ -407,6 +410,74 @@ TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
 	}
 	EXPECT_GE(answers, 9);
 	EXPECT_LE(answers, 11);
+}
+
+// [MR-CONN-13] a connection to our own address is its own peer: up at once with no
+// CONNECT_REQ, one conn_id and PSN for both directions; its packets, fed back into it,
+// reach the partner QP's stream (streams are addressed by QP number), and its ACKs
+// complete the sender.
+TEST(Handshake, LoopbackIsItsOwnPeer_MR_CONN_13)
+{
+	mr_hs_local l = Local(0x1111);
+	mr_hs hs;
+	ASSERT_EQ(mr_hs_loopback(&hs, &l, 7, 0x5eed), MR_HS_EV_ESTABLISHED);
+	EXPECT_EQ(hs.state, MR_HS_ESTABLISHED);
+	mr_pkt none;
+	EXPECT_FALSE(mr_hs_next_packet(&hs, 0, &none)) << "no handshake packet";
+	EXPECT_EQ(mr_hs_loopback(&hs, &l, 0, 1), MR_HS_EV_NONE) << "conn_id 0 is not allowed";
+
+	ASSERT_EQ(mr_hs_loopback(&hs, &l, 7, 0x5eed), MR_HS_EV_ESTABLISHED);
+	mr_conn_cfg cfg;
+	mr_conn_cfg_defaults(&cfg);
+	mr_hs_conn_cfg(&hs, &cfg);
+	EXPECT_EQ(cfg.local_conn_id, 7u);
+	EXPECT_EQ(cfg.peer_conn_id, 7u);
+	EXPECT_EQ(cfg.tx_initial_psn, cfg.rx_initial_psn);
+	EXPECT_EQ(cfg.n_paths, std::min<u32>(l.max_paths, MR_MAX_PATHS));
+	EXPECT_EQ(cfg.pmtu, l.pmtu);
+
+	StreamPool pool;
+	auto e = std::make_unique<mr_conn>();
+	mr_conn_init(e.get(), &cfg);
+	ASSERT_EQ(pool.open(e.get(), 10, 20), 0);	// QP 10, connected to QP 20
+	ASSERT_EQ(pool.open(e.get(), 20, 10), 1);	// QP 20, connected to QP 10
+	ASSERT_EQ(mr_conn_post(e.get(), 0, MR_OP_SEND, 3000, 0, 0, 100), 0);
+	ASSERT_EQ(mr_conn_post(e.get(), 1, MR_OP_SEND, 50, 0, 0, 200), 0);
+
+	std::vector<u8> payload(4096, 0xab);
+	std::map<std::pair<int, int>, mr_completion> got;	// (kind, slot)
+	u32 placed[2] = {}, sent = 0;
+	u64 now = 1000;
+	mr_tx_desc d;
+	mr_completion c;
+	mr_pkt ack;
+	mr_place pl;
+	for (int round = 0; round < 8; round++, now += 10000) {
+		while (mr_conn_next_packet(e.get(), now, &d)) {
+			d.pkt.payload = payload.data();
+			ASSERT_EQ(d.pkt.bth.conn_id, 7u) << "addressed to itself";
+			ASSERT_EQ(mr_conn_receive(e.get(), now, &d.pkt, false, &pl),
+				  MR_RX_RESULT_PLACE);
+			ASSERT_LT(pl.stream_slot, 2u);
+			placed[pl.stream_slot] += pl.len;
+			sent++;
+		}
+		// The receive completions are taken as they come, as the glue does.
+		while (mr_conn_poll_completion(e.get(), &c))
+			got[{c.kind, c.stream_slot}] = c;
+		while (mr_conn_next_ack(e.get(), now, &ack))
+			mr_conn_receive(e.get(), now, &ack, false, &pl);
+	}
+	EXPECT_EQ(placed[1], 3000u) << "QP 10's Send went to QP 20's stream";
+	EXPECT_EQ(placed[0], 50u) << "QP 20's Send went to QP 10's stream";
+	EXPECT_GE(sent, 2u);
+	ASSERT_EQ(got.size(), 4u);
+	EXPECT_EQ((got[{MR_COMPL_SEND, 0}].cookie), 100u);
+	EXPECT_EQ((got[{MR_COMPL_SEND, 1}].cookie), 200u);
+	EXPECT_EQ((got[{MR_COMPL_RECV, 1}].len), 3000u);
+	EXPECT_EQ((got[{MR_COMPL_RECV, 0}].len), 50u);
+	EXPECT_TRUE(mr_conn_quiescent(e.get()));
+	EXPECT_EQ(e->rx_duplicates, 0u);
 }
 
 } // namespace
