@@ -139,9 +139,9 @@ check_eq "METAROCE: no packet of the clean run freed as a drop by metaroce" 0 "$
 check_ktraffic "METAROCE: inline Sends and Writes (source overwritten after posting), CQs resized" \
 	"${mr[@]}" ops=send,send_imm,write,write_imm size=200 count=300 depth=8 \
 	inline_max=256 resize_cq=1
-log "loopback (a QP connected to its own device) is not carried yet: refused at RTR"
-check_fails "METAROCE: one device talking to itself refused" "" \
-	insmod "$ko" dev_a=mr0 dev_b=mr0 ops=send count=1 timeout_ms=10000
+# [MR-CONN-13] QPs of one device connected to each other, every op, as on rxe above.
+check_ktraffic "METAROCE: one device talking to itself (loopback)" dev_a=mr0 dev_b=mr0 \
+	timeout_ms=60000 size=2048 count=200 depth=8
 # [MR-ENC-3] IPv6: the same ops between the global IPv6 GIDs (2001:2::/48, the
 # benchmarking range).
 ip -n h1 addr add 2001:2::1/64 dev v1 nodad
