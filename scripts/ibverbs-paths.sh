@@ -4,6 +4,8 @@
 #   ibverbs-paths.sh provider-dir   e.g. /usr/lib/x86_64-linux-gnu/libibverbs
 #   ibverbs-paths.sh config-dir     e.g. /etc/libibverbs.d (the .driver files)
 #   ibverbs-paths.sh pabi           e.g. 34: a provider is lib<name>-rdmav<pabi>.so
+#   ibverbs-paths.sh qp-ex-size     e.g. 240: sizeof(struct ibv_qp_ex) in the
+#                                   system's <infiniband/verbs.h> (libibverbs-dev)
 #
 # libibverbs dlopen()s "<provider dir>/lib<name>-rdmav<pabi>.so" for every
 # "driver <name>" line in the config directory; both paths and the private ABI
@@ -55,8 +57,25 @@ config-dir)
 	done
 	die "$lib names no configuration directory (.../libibverbs.d)"
 	;;
+qp-ex-size)
+	# The provider is built in a newer rdma-core tree, whose ibv_qp_ex may be
+	# longer than the one the system's libibverbs was built with; libibverbs
+	# reads verbs_qp.comp_mask right after its own (userspace/providers/
+	# metaroce/metaroce.h, verbs_qp_mark_ex).  Read from an object's symbol
+	# size, so nothing is run.
+	command -v gcc >/dev/null || die "gcc is missing"
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	printf '#include <infiniband/verbs.h>\nchar metaroce_qp_ex_size[sizeof(struct ibv_qp_ex)];\n' \
+		>"$tmp/s.c"
+	gcc -c -o "$tmp/s.o" "$tmp/s.c" 2>"$tmp/err" ||
+		die "cannot compile against <infiniband/verbs.h> (apt-get install libibverbs-dev): $(head -3 "$tmp/err")"
+	size=$(nm -S "$tmp/s.o" | awk '$4 == "metaroce_qp_ex_size" { print $2 }')
+	[ -n "$size" ] || die "no size for struct ibv_qp_ex"
+	echo $((16#$size))
+	;;
 *)
-	echo "usage: ibverbs-paths.sh provider-dir|config-dir|pabi" >&2
+	echo "usage: ibverbs-paths.sh provider-dir|config-dir|pabi|qp-ex-size" >&2
 	exit 2
 	;;
 esac

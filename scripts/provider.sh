@@ -120,10 +120,13 @@ fi
 # Configure once per clone (its own build directory), then build the
 # provider and what it links against: nothing else of rdma-core.
 bld=$out/cmake
-if [ ! -f "$bld/build.ninja" ] || ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$bld/CMakeCache.txt"; then
+qpex=$("$top/scripts/ibverbs-paths.sh" qp-ex-size) || die "cannot read the system's struct ibv_qp_ex"
+if [ ! -f "$bld/build.ninja" ] || ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$bld/CMakeCache.txt" ||
+	! grep -qx "METAROCE_SYS_QP_EX_SIZE:STRING=$qpex" "$bld/CMakeCache.txt"; then
 	rm -rf "$bld"
 	cmake -S "$src" -B "$bld" -GNinja -DNO_PYVERBS=1 -DNO_MAN_PAGES=1 \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_SKIP_RPATH=ON \
+		-DMETAROCE_SYS_QP_EX_SIZE:STRING="$qpex" \
 		>"$out/configure.log" 2>&1 || {
 		tail -30 "$out/configure.log" >&2
 		die "cmake failed (log: $out/configure.log)"

@@ -9,20 +9,6 @@
 #include "metaroce.h"
 #include "metaroce-abi.h"
 
-/*
- * The kernel reads and writes the ring indices concurrently; these are the
- * orderings the ABI header describes.
- */
-static inline uint32_t ring_load_acquire(uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static inline void ring_store_release(uint32_t *p, uint32_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-
 static int ring_map(struct ibv_context *context, struct metaroce_ring *r,
 		    const struct metaroce_ring_info *info, size_t min_esize)
 {
@@ -53,12 +39,37 @@ static void ring_unmap(struct metaroce_ring *r)
 	r->map = NULL;
 }
 
-static void *ring_slot(struct metaroce_ring *r, uint32_t index)
+/* ---- completion queues ---- */
+
+static struct metaroce_cq *cq_alloc(void)
 {
-	return r->entries + (size_t)(index & (r->n - 1)) * r->esize;
+	struct metaroce_cq *cq;
+
+	cq = calloc(1, sizeof(*cq));
+	if (cq)
+		pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return cq;
 }
 
-/* ---- completion queues ---- */
+/* After the create command: map the ring, or undo the command. */
+static int cq_map(struct ibv_context *context, struct metaroce_cq *cq,
+		  const struct metaroce_ring_info *info)
+{
+	int ret;
+
+	ret = ring_map(context, &cq->ring, info,
+		       sizeof(struct metaroce_user_cqe));
+	if (ret)
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+	return ret;
+}
+
+static void cq_free(struct metaroce_cq *cq, int err)
+{
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	errno = err;
+}
 
 struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
 				  struct ibv_comp_channel *channel,
@@ -69,28 +80,49 @@ struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
 	struct metaroce_cq *cq;
 	int ret;
 
-	cq = calloc(1, sizeof(*cq));
+	cq = cq_alloc();
 	if (!cq)
 		return NULL;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
 				&cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
-	if (ret)
-		goto err_free;
-	ret = ring_map(context, &cq->ring, &resp.cq,
-		       sizeof(struct metaroce_user_cqe));
+	if (!ret)
+		ret = cq_map(context, cq, &resp.cq);
 	if (ret) {
-		ibv_cmd_destroy_cq(&cq->ibv_cq);
-		goto err_free;
+		cq_free(cq, ret);
+		return NULL;
 	}
-	return &cq->ibv_cq;
+	return &cq->vcq.cq;
+}
 
-err_free:
-	pthread_spin_destroy(&cq->lock);
-	free(cq);
-	errno = ret;
-	return NULL;
+/* ibv_create_cq_ex: the same ring, polled through ex.c's callbacks as well. */
+struct ibv_cq_ex *metaroce_create_cq_ex(struct ibv_context *context,
+					struct ibv_cq_init_attr_ex *attr)
+{
+	struct umetaroce_create_cq_ex_resp resp = {};
+	struct umetaroce_create_cq_ex cmd = {};
+	struct metaroce_cq *cq;
+	int ret;
+
+	ret = metaroce_cq_ex_check(attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	cq = cq_alloc();
+	if (!cq)
+		return NULL;
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
+				   0);
+	if (!ret)
+		ret = cq_map(context, cq, &resp.cq);
+	if (ret) {
+		cq_free(cq, ret);
+		return NULL;
+	}
+	metaroce_cq_ex_init(cq);
+	return &cq->vcq.cq_ex;
 }
 
 int metaroce_destroy_cq(struct ibv_cq *ibcq)
@@ -180,8 +212,8 @@ static void wq_cleanup(struct metaroce_wq *wq)
 	pthread_spin_destroy(&wq->lock);
 }
 
-struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
-				  struct ibv_qp_init_attr *attr)
+static struct ibv_qp *qp_create(struct ibv_context *context,
+				 struct ibv_qp_init_attr_ex *attr)
 {
 	struct umetaroce_create_qp_resp resp = {};
 	struct ibv_create_qp cmd;
@@ -195,16 +227,16 @@ struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-	ret = wq_init(pd->context, &qp->sq, &resp.sq, resp.max_send_wr,
+	ret = wq_init(context, &qp->sq, &resp.sq, resp.max_send_wr,
 		      resp.max_send_sge, sizeof(struct metaroce_user_sqe));
 	if (attr->srq)	/* its receives come from the SRQ's ring */
 		pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	else if (!ret)
-		ret = wq_init(pd->context, &qp->rq, &resp.rq,
+		ret = wq_init(context, &qp->rq, &resp.rq,
 			      resp.max_recv_wr, resp.max_recv_sge,
 			      sizeof(struct metaroce_user_rqe));
 	if (!ret && resp.sq.entry_size <
@@ -224,6 +256,39 @@ err_free:
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_qp *metaroce_create_qp(struct ibv_pd *pd,
+				  struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {};
+	struct ibv_qp *qp;
+
+	memcpy(&attr_ex, attr, sizeof(*attr));
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+	qp = qp_create(pd->context, &attr_ex);
+	if (qp)
+		attr->cap = attr_ex.cap;
+	return qp;
+}
+
+/* ibv_create_qp_ex: a QP whose WQEs can also be built with ibv_wr_*(). */
+struct ibv_qp *metaroce_create_qp_ex(struct ibv_context *context,
+				     struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp *ibqp;
+	int ret;
+
+	ret = metaroce_qp_ex_check(attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	ibqp = qp_create(context, attr);
+	if (ibqp && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		metaroce_qp_ex_init(to_mqp(ibqp), attr->send_ops_flags);
+	return ibqp;
 }
 
 int metaroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -287,13 +352,6 @@ int metaroce_destroy_qp(struct ibv_qp *ibqp)
 	wq_cleanup(&qp->rq);
 	free(qp);
 	return 0;
-}
-
-/* Room for one more WQE: the kernel publishes how many it has completed. */
-static int wq_full(struct metaroce_wq *wq)
-{
-	return wq->ring.index - ring_load_acquire(&wq->ring.hdr->done) >=
-	       wq->max_wr;
 }
 
 static int sqe_fill(struct metaroce_qp *qp, struct metaroce_user_sqe *e,
@@ -384,21 +442,32 @@ int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	if (ret)
 		*bad_wr = wr;
-	if (r->index != start) {
-		/* Pairs with the kernel's acquire: the WQEs before the index. */
-		ring_store_release(&r->hdr->prod, r->index);
-		/*
-		 * Our store of prod before our read of the flag; the kernel
-		 * clears the flag before it reads prod again.  One of us sees
-		 * the other, so no WQE is left behind unnoticed.
-		 */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!(__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) &
-		      METAROCE_RING_F_DRAINING))
-			sq_doorbell(ibqp);
-	}
+	metaroce_sq_publish(qp, start);
 	pthread_spin_unlock(&qp->sq.lock);
 	return ret;
+}
+
+/*
+ * Under the SQ lock: hand the WQEs from start to the ring's index to the
+ * kernel, and ring the doorbell unless it is draining the ring anyway.
+ */
+void metaroce_sq_publish(struct metaroce_qp *qp, uint32_t start)
+{
+	struct metaroce_ring *r = &qp->sq.ring;
+
+	if (r->index == start)
+		return;
+	/* Pairs with the kernel's acquire: the WQEs before the index. */
+	ring_store_release(&r->hdr->prod, r->index);
+	/*
+	 * Our store of prod before our read of the flag; the kernel clears
+	 * the flag before it reads prod again.  One of us sees the other, so
+	 * no WQE is left behind unnoticed.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) &
+	      METAROCE_RING_F_DRAINING))
+		sq_doorbell(&qp->vqp.qp);
 }
 
 /*
