@@ -133,7 +133,17 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->max_qp_init_rd_atom = METAROCE_MAX_RD_ATOM;
 	attr->max_res_rd_atom = METAROCE_MAX_RD_ATOM * METAROCE_MAX_QP;
 	attr->atomic_cap = IB_ATOMIC_HCA;
-	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * What the device does, and nothing more: a modify naming the QP's
+	 * current state is checked against it, port changes raise
+	 * IB_EVENT_PORT_ACTIVE and _ERR, the system image GUID is the node
+	 * GUID, a Send without a receive is answered with an RNR NAK, FRWR.
+	 * Not: SRQ resize, memory windows, checksum offloads, P_Key and Q_Key
+	 * violation counters (there is no PMA), XRC.
+	 */
+	attr->device_cap_flags = IB_DEVICE_CURR_QP_STATE_MOD | IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	attr->max_fast_reg_page_list_len = METAROCE_MAX_FRWR_PAGES;
 	attr->local_ca_ack_delay = 15;
 	return 0;

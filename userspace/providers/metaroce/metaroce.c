@@ -11,8 +11,9 @@
 
 /*
  * The control path and AHs are here; CQs, RC and UD QPs, SRQs and their
- * mmapped rings are in verbs.c.  Every verb left out of metaroce_ctx_ops falls
- * through to libibverbs' defaults, which fail with EOPNOTSUPP.
+ * mmapped rings are in verbs.c, the extended CQ and QP API in ex.c.  Every
+ * verb left out of metaroce_ctx_ops falls through to libibverbs' defaults,
+ * which fail with EOPNOTSUPP.
  */
 
 static int metaroce_query_device(struct ibv_context *context,

@@ -9,8 +9,10 @@
  *   mr-readonly  a writable MR over read-only memory is refused (EFAULT)
  *   mr-mwbind    an MR with an access flag we lack is refused (EOPNOTSUPP)
  *   datapath     a CQ, an SRQ, RC QPs (one on the SRQ) and a UD QP (mmapped
- *                rings) are created and destroyed; extended CQs fail with
- *                EOPNOTSUPP
+ *                rings) are created and destroyed; the UD QP, in RTS, refuses
+ *                a modify naming another current state; an extended CQ with
+ *                completion timestamps fails with EOPNOTSUPP (uverbs_ex.c
+ *                tries the extended API itself)
  *   hold         keeps a PD and an MR open until the device goes away, then
  *                expects IBV_EVENT_DEVICE_FATAL; prints "holding pinned=KB"
  *                when ready and "released pinned=KB" after the event
@@ -164,7 +166,7 @@ static int check_mr(struct ibv_pd *pd, const char *which)
 static int want_eopnotsupp(const char *what, const void *obj)
 {
 	if (obj) {
-		fprintf(stderr, "FAIL: %s succeeded; it does not exist yet\n", what);
+		fprintf(stderr, "FAIL: %s succeeded; the device cannot do it\n", what);
 		return 1;
 	}
 	if (errno != EOPNOTSUPP)
@@ -173,9 +175,43 @@ static int want_eopnotsupp(const char *what, const void *obj)
 	return 0;
 }
 
+/*
+ * IBV_DEVICE_CURR_QP_STATE_MOD: a modify that names the QP's current state
+ * (allowed by the IB state table only towards RTS) is checked against it.
+ * qp is a UD QP in RESET.
+ */
+static int check_cur_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 1 };
+	int err;
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_QKEY))
+		return fail("UD QP to INIT", errno);
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return fail("UD QP to RTR", errno);
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return fail("UD QP to RTS", errno);
+	a.cur_qp_state = IBV_QPS_SQD;	/* it is in RTS */
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
+	if (!err) {
+		fprintf(stderr, "FAIL: RTS -> RTS claiming the QP is in SQD succeeded\n");
+		return 1;
+	}
+	a.cur_qp_state = IBV_QPS_RTS;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
+	if (err)
+		return fail("RTS -> RTS naming RTS as the current state", err);
+	return 0;
+}
+
 static int check_datapath(struct ibv_context *ctx, struct ibv_pd *pd)
 {
-	struct ibv_cq_init_attr_ex cq_ex = { .cqe = 16 };
+	struct ibv_cq_init_attr_ex cq_ex = {
+		.cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+	};
 	struct ibv_qp_init_attr qp = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
@@ -212,14 +248,18 @@ static int check_datapath(struct ibv_context *ctx, struct ibv_pd *pd)
 		bad += fail("ibv_destroy_srq", errno);
 	qp.qp_type = IBV_QPT_UD;
 	rc = ibv_create_qp(pd, &qp);
-	if (!rc)
+	if (!rc) {
 		bad += fail("ibv_create_qp (UD)", errno);
-	else if (ibv_destroy_qp(rc))
-		bad += fail("ibv_destroy_qp (UD)", errno);
+	} else {
+		bad += check_cur_state(rc);
+		if (ibv_destroy_qp(rc))
+			bad += fail("ibv_destroy_qp (UD)", errno);
+	}
 	if (ibv_destroy_cq(cq))
 		bad += fail("ibv_destroy_cq", errno);
 	errno = 0;
-	bad += want_eopnotsupp("ibv_create_cq_ex", ibv_create_cq_ex(ctx, &cq_ex));
+	bad += want_eopnotsupp("ibv_create_cq_ex with completion timestamps",
+			       ibv_create_cq_ex(ctx, &cq_ex));
 	return bad;
 }
 
@@ -245,6 +285,7 @@ static int check_hold(struct ibv_context *ctx, struct ibv_pd *pd)
 		if (ev.event_type == IBV_EVENT_DEVICE_FATAL)
 			break;
 		printf("event %s\n", ibv_event_type_str(ev.event_type));
+		fflush(stdout);
 	}
 	/* The kernel destroyed our objects and unpinned the pages already. */
 	printf("released pinned=%ld\n", pinned_kb());

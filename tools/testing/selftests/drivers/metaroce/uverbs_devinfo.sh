@@ -84,7 +84,14 @@ check_eq "max_mr_size" "0xffffffffffffffff" "$(devinfo mr0 max_mr_size)"
 check_eq "atomic_cap" "ATOMIC_HCA (1)" "$(devinfo mr0 atomic_cap)"
 check_eq "max_qp_rd_atom" 16 "$(devinfo mr0 max_qp_rd_atom)"
 check_eq "max_qp_init_rd_atom" 16 "$(devinfo mr0 max_qp_init_rd_atom)"
-check "device_cap_flags: MEM_MGT_EXTENSIONS" grep -q MEM_MGT_EXTENSIONS <<<"$info"
+# What the device does, and nothing else (ib_user_verbs.h's IB_UVERBS_DEVICE_*):
+# CURR_QP_STATE_MOD 0x80 (uverbs_basic datapath), PORT_ACTIVE_EVENT 0x400 (below),
+# SYS_IMAGE_GUID 0x800, RC_RNR_NAK_GEN 0x1000 (uverbs_srq), MEM_MGT_EXTENSIONS
+# 0x200000 (FRWR: nvme_of, iser, srp, nfs_rdma).  Not SRQ_RESIZE, memory windows,
+# checksums, XRC, bad P_Key/Q_Key counters (no PMA), N_NOTIFY_CQ.
+check_eq "device_cap_flags: exactly what the device does" "0x00201c80" \
+	"$(devinfo mr0 device_cap_flags)"
+check_eq "sys_image_guid is the node GUID" "$(devinfo mr0 node_guid)" "$(devinfo mr0 sys_image_guid)"
 check_eq "max_mtu" "4096 (5)" "$(devinfo mr0 max_mtu)"
 check_eq "gid_tbl_len" "$(kconst METAROCE_GID_TABLE_LEN)" "$(devinfo mr0 gid_tbl_len)"
 check "GID of 198.18.3.1 (IPv4-mapped, RoCE v2)" \
@@ -99,22 +106,8 @@ for pair in 1500:"1024 (3)" 9000:"4096 (5)" $((4096 + overhead - 1)):"2048 (4)" 
 	check "netdev MTU $mtu -> active_mtu ${pair#*:}" wait_for 5 devinfo_is mr0 active_mtu "${pair#*:}"
 done
 
-# -- port state follows the netdev
-ip link set t1 down
-check "netdev down -> PORT_DOWN" wait_for 5 devinfo_is mr0 state "PORT_DOWN (1)"
-ip link set t1 up
-check "netdev up -> PORT_ACTIVE" wait_for 5 devinfo_is mr0 state "PORT_ACTIVE (4)"
-
-# -- the provider's verbs
-check "open mr0, query device and port" "$bin" mr0 open
-check "open hca_west (matched by driver id)" "$bin" hca_west open
-check "allocate and free a PD" "$bin" mr0 pd
-check "register and deregister a user buffer" "$bin" mr0 mr
-check "writable MR over read-only memory is refused" "$bin" mr0 mr-readonly
-check "MR with MW_BIND access is refused with EOPNOTSUPP" "$bin" mr0 mr-mwbind
-check "CQ, SRQ, RC and UD QPs created on mmapped rings; CQ_EX says EOPNOTSUPP" "$bin" mr0 datapath
-
-# -- the device goes away under a process that holds it
+# -- port state follows the netdev, and a process holding the device hears of
+# it (IBV_DEVICE_PORT_ACTIVE_EVENT)
 # hold DEV OUT: a holder in the background (pid in HOLDER), ready when it says so.
 hold() {
 	"$bin" "$1" hold >"$2" 2>&1 &
@@ -139,6 +132,24 @@ holder_done() {
 }
 
 hold mr0 /tmp/hold-mr0.out
+ip link set t1 down
+check "netdev down -> PORT_DOWN" wait_for 5 devinfo_is mr0 state "PORT_DOWN (1)"
+check "the process got IBV_EVENT_PORT_ERR" wait_for 5 grep -qx "event port error" /tmp/hold-mr0.out
+ip link set t1 up
+check "netdev up -> PORT_ACTIVE" wait_for 5 devinfo_is mr0 state "PORT_ACTIVE (4)"
+check "the process got IBV_EVENT_PORT_ACTIVE" wait_for 5 grep -qx "event port active" /tmp/hold-mr0.out
+
+# -- the provider's verbs
+check "open mr0, query device and port" "$bin" mr0 open
+check "open hca_west (matched by driver id)" "$bin" hca_west open
+check "allocate and free a PD" "$bin" mr0 pd
+check "register and deregister a user buffer" "$bin" mr0 mr
+check "writable MR over read-only memory is refused" "$bin" mr0 mr-readonly
+check "MR with MW_BIND access is refused with EOPNOTSUPP" "$bin" mr0 mr-mwbind
+check "CQ, SRQ, RC and UD QPs on mmapped rings; a wrong current state and a CQ_EX with timestamps refused" \
+	"$bin" mr0 datapath
+
+# -- the device goes away under a process that holds it (mr0's holder, from above)
 check "its pages are pinned" sh -c \
 	'p=$(sed -n "s/^holding pinned=//p" /tmp/hold-mr0.out); [ "${p:-0}" -ge 1024 ]'
 check "rdma link delete mr0 does not wait for the process" timeout 20 rdma link delete mr0
