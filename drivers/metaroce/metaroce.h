@@ -7,6 +7,7 @@
 #include <linux/random.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
+#include <net/inet_ecn.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/metaroce-abi.h>
 
@@ -148,6 +149,7 @@ struct metaroce_ud_dest {
 	struct in6_addr saddr, daddr;
 	u32 qpn;
 	u32 qkey;
+	u8 tclass;			/* the AH's traffic class ([MR-ENC-6]) */
 };
 
 /* A ring mapped into a process (uring.c): header page, then n entries of esize bytes. */
@@ -270,6 +272,7 @@ struct metaroce_qp {
 	struct metaroce_conn *conn;	/* set in RTR, held until destroy */
 	struct list_head conn_node;	/* conn->qps */
 	int slot;			/* engine stream slot, -1 until opened */
+	u8 tclass;			/* the AV's traffic class ([MR-ENC-6]) */
 	struct mr_stream *stream_mem;	/* the stream's state until the engine takes it */
 	u32 rq_base;			/* RQ index of the stream's first receive */
 
@@ -353,6 +356,7 @@ extern unsigned int metaroce_rto_max_us;
 extern unsigned int metaroce_max_conns;
 extern unsigned int metaroce_max_local_conns;
 extern unsigned int metaroce_link_mbps;
+extern unsigned int metaroce_dscp;
 extern bool metaroce_tx_gso;
 
 /* mr.c: keys resolved and checked against MRs; copies through them */
@@ -385,7 +389,22 @@ int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 /* net.c: our packets onto the wire */
 struct dst_cache;
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc);
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos);
+
+/*
+ * [MR-ENC-6] The IP TOS byte of a packet: the DSCP of the traffic class its QP's
+ * AV or its AH names, or the module's when that names none (and for ACKs,
+ * NAKs and connection management: tclass 0); [MR-ENC-4] always ECT(0), the
+ * traffic class's own ECN bits are not ours to send.
+ */
+static inline u8 metaroce_tos(u8 tclass)
+{
+	u8 dscp = tclass >> 2;
+
+	if (!dscp)
+		dscp = READ_ONCE(metaroce_dscp);
+	return dscp << 2 | INET_ECN_ECT_0;
+}
 
 /* uring.c: rings mapped into a process */
 int metaroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);

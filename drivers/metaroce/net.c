@@ -21,11 +21,8 @@ static void metaroce_count_tx(struct metaroce_dev *mdev, const struct sk_buff *s
 	metaroce_count_add(mdev, METAROCE_CNT_TX_BYTES, skb->len + segs * sizeof(struct udphdr));
 }
 
-/* [MR-ENC-4] ECT(0), so the fabric marks rather than drops; [MR-ENC-6] DSCP. */
-#define METAROCE_TOS	(METAROCE_DSCP << 2 | INET_ECN_ECT_0)
-
 static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, __be32 saddr,
-			       __be32 daddr, u16 sport, struct dst_cache *dc)
+			       __be32 daddr, u16 sport, struct dst_cache *dc, u8 tos)
 {
 	struct net_device *ndev;
 	struct metaroce_net *mnet;
@@ -61,7 +58,7 @@ static void metaroce_net_xmit4(struct metaroce_dev *mdev, struct sk_buff *skb, _
 			dst_cache_set_ip4(dc, &rt->dst, fl4.saddr);
 	}
 	metaroce_count_tx(mdev, skb);
-	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr, METAROCE_TOS,
+	udp_tunnel_xmit_skb(rt, mnet->sock4->sk, skb, fl4.saddr, fl4.daddr, tos,
 			    ip4_dst_hoplimit(&rt->dst), htons(IP_DF), htons(sport),
 			    htons(metaroce_udp_port), false, false);
 	rcu_read_unlock();
@@ -73,7 +70,7 @@ drop:
 
 static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 			       struct in6_addr *saddr, struct in6_addr *daddr, u16 sport,
-			       struct dst_cache *dc)
+			       struct dst_cache *dc, u8 tos)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	struct net_device *ndev;
@@ -92,7 +89,7 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 	fl6.flowi6_proto = IPPROTO_UDP;
 	fl6.daddr = *daddr;
 	fl6.saddr = *saddr;
-	fl6.flowlabel = ip6_make_flowinfo(METAROCE_TOS, label);
+	fl6.flowlabel = ip6_make_flowinfo(tos, label);
 	fl6.fl6_sport = htons(sport);
 	fl6.fl6_dport = htons(metaroce_udp_port);
 	if (dc)
@@ -116,7 +113,7 @@ static void metaroce_net_xmit6(struct metaroce_dev *mdev, struct sk_buff *skb,
 	 * are not the tunnel kind that iptunnel_xmit_stats() updates (a
 	 * virtio-net device warned there).  Our counters are above.
 	 */
-	udp_tunnel6_xmit_skb(dst, mnet->sock6->sk, skb, NULL, saddr, daddr, METAROCE_TOS,
+	udp_tunnel6_xmit_skb(dst, mnet->sock6->sk, skb, NULL, saddr, daddr, tos,
 			     ip6_dst_hoplimit(dst), label, htons(sport), htons(metaroce_udp_port),
 			     false);
 	rcu_read_unlock();
@@ -131,14 +128,15 @@ drop:
  * Send one MetaRoCE packet (skb->data at our header) from the device's netdev,
  * over IPv4 for v4-mapped addresses and IPv6 otherwise; sport is the path's
  * entropy.  dc, if not NULL, caches the route of exactly these addresses and
- * port (a path's); BH disabled.  Consumes the skb.
+ * port (a path's); tos is the IPv4 TOS byte or IPv6 traffic class
+ * (metaroce_tos()); BH disabled.  Consumes the skb.
  */
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc)
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos)
 {
 	if (ipv6_addr_v4mapped(daddr))
 		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport,
-				   dc);
+				   dc, tos);
 	else
-		metaroce_net_xmit6(mdev, skb, saddr, daddr, sport, dc);
+		metaroce_net_xmit6(mdev, skb, saddr, daddr, sport, dc, tos);
 }

@@ -49,6 +49,30 @@ module_param_named(max_local_conns, metaroce_max_local_conns, uint, 0644);
 MODULE_PARM_DESC(max_local_conns,
 		 "Connections per device that local QPs may open; further RTRs fail with ENOMEM (connections, default 4096)");
 
+/* [MR-ENC-6] The DSCP of packets whose QP or AH names no traffic class. */
+unsigned int metaroce_dscp = METAROCE_DSCP;
+
+static int metaroce_dscp_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v > 63)
+		return -ERANGE;
+	WRITE_ONCE(metaroce_dscp, v);
+	return 0;
+}
+
+static const struct kernel_param_ops metaroce_dscp_ops = {
+	.set = metaroce_dscp_set,
+	.get = param_get_uint,
+};
+module_param_cb(dscp, &metaroce_dscp_ops, &metaroce_dscp, 0644);
+MODULE_PARM_DESC(dscp,
+		 "DSCP of the packets of QPs and AHs whose traffic class names none, and of ACKs, NAKs and connection management (0..63, default 26)");
+
 unsigned int metaroce_link_mbps = 10000;
 module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
 MODULE_PARM_DESC(link_mbps,

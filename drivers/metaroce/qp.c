@@ -330,6 +330,8 @@ int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_AV) {
 		qp->attr.ah_attr = attr->ah_attr;
 		qp->attr.ah_attr.grh.sgid_attr = NULL;
+		/* Read by the transmit work without the state lock. */
+		WRITE_ONCE(qp->tclass, attr->ah_attr.grh.traffic_class);
 	}
 	if (mask & IB_QP_QKEY)
 		WRITE_ONCE(qp->attr.qkey, attr->qkey);

@@ -27,6 +27,7 @@ struct metaroce_tx_cb {
 	u8 segs;	/* packets in the skb's page */
 	u16 seg_len;	/* bytes of each packet but the last: the gso_size */
 	bool open;	/* a packet of the same path and at most seg_len may follow */
+	u8 tos;		/* metaroce_tos() of its packets' QP, one per skb */
 	u32 room;	/* bytes the page holds */
 };
 
@@ -46,11 +47,11 @@ static struct metaroce_tx_cb *metaroce_tx_cb(struct sk_buff *skb)
 
 /*
  * Room for a data packet of len bytes on path at the end of q: after the
- * packets of the same path in the tail skb, or in a new skb whose page has
- * room for a burst.  The bytes are in a page fragment, so that segmentation
- * cuts the page instead of copying it.  NULL if no memory.
+ * packets of the same path and TOS in the tail skb, or in a new skb whose
+ * page has room for a burst.  The bytes are in a page fragment, so that
+ * segmentation cuts the page instead of copying it.  NULL if no memory.
  */
-static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
+static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len, u8 tos)
 {
 	struct sk_buff *skb = skb_peek_tail(q);
 	struct metaroce_tx_cb *cb = skb ? metaroce_tx_cb(skb) : NULL;
@@ -59,7 +60,8 @@ static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
 	skb_frag_t *f;
 	u8 *p;
 
-	if (!cb || !cb->open || cb->path != path || cb->sport != sport || len > cb->seg_len ||
+	if (!cb || !cb->open || cb->path != path || cb->sport != sport || cb->tos != tos ||
+	    len > cb->seg_len ||
 	    cb->segs >= METAROCE_GSO_SEGS ||
 	    skb_frag_size(&skb_shinfo(skb)->frags[0]) + len > cb->room) {
 		order = min_t(unsigned int, get_order(METAROCE_GSO_SEGS * len), METAROCE_GSO_ORDER);
@@ -81,6 +83,7 @@ static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
 		memset(cb, 0, sizeof(*cb));
 		cb->sport = sport;
 		cb->path = path;
+		cb->tos = tos;
 		cb->seg_len = len;
 		cb->room = PAGE_SIZE << order;
 		__skb_queue_tail(q, skb);
@@ -97,7 +100,7 @@ static u8 *metaroce_tx_room(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
 }
 
 /* A data packet of len bytes in an skb of its own at the end of q (no GSO). */
-static u8 *metaroce_tx_single(struct sk_buff_head *q, u16 sport, u8 path, u32 len)
+static u8 *metaroce_tx_single(struct sk_buff_head *q, u16 sport, u8 path, u32 len, u8 tos)
 {
 	struct sk_buff *skb = alloc_skb(METAROCE_TX_HEADROOM + len, GFP_ATOMIC);
 	struct metaroce_tx_cb *cb;
@@ -109,6 +112,7 @@ static u8 *metaroce_tx_single(struct sk_buff_head *q, u16 sport, u8 path, u32 le
 	memset(cb, 0, sizeof(*cb));
 	cb->sport = sport;
 	cb->path = path;
+	cb->tos = tos;
 	cb->segs = 1;
 	cb->seg_len = len;
 	__skb_queue_tail(q, skb);
@@ -141,7 +145,7 @@ static void metaroce_queue_pkt(struct metaroce_conn *c, struct sk_buff_head *q,
 {
 	u32 len = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, pkt->ack.n_msg_acks) +
 		  pkt->bth.payload_len;
-	u8 *buf = metaroce_tx_single(q, sport, MR_MAX_PATHS, len);
+	u8 *buf = metaroce_tx_single(q, sport, MR_MAX_PATHS, len, metaroce_tos(0));
 
 	if (!buf || mr_pkt_build(pkt, buf, len) != len) {
 		if (buf)
@@ -166,14 +170,16 @@ static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 	u32 hlen = mr_pkt_header_len(pkt->bth.opcode, pkt->bth.flags, 0);
 	u32 len = hlen + pkt->bth.payload_len;
 	struct metaroce_send_wqe *wqe;
-	u8 *buf, *payload, path;
+	u8 *buf, *payload, path, tos;
 	bool ok = true;
 
 	path = min_t(u32, pkt->bth.path_id, MR_MAX_PATHS);
+	/* Requests, responses and probes of a QP in its AV's class; probes in ours. */
+	tos = metaroce_tos(qp ? READ_ONCE(qp->tclass) : 0);
 	if (READ_ONCE(metaroce_tx_gso))
-		buf = metaroce_tx_room(q, d->entropy, path, len);
+		buf = metaroce_tx_room(q, d->entropy, path, len, tos);
 	else
-		buf = metaroce_tx_single(q, d->entropy, path, len);
+		buf = metaroce_tx_single(q, d->entropy, path, len, tos);
 	if (!buf || mr_pkt_build_header(pkt, buf, len) != len) {
 		if (buf)
 			metaroce_tx_unroom(q, len);
@@ -337,7 +343,7 @@ void metaroce_conn_tx_work(struct work_struct *work)
 				c->dst_sport[cb.path] = cb.sport;
 			}
 		}
-		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, cb.sport, dc);
+		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, cb.sport, dc, cb.tos);
 	}
 	if (more)
 		metaroce_conn_kick(c);

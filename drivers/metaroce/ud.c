@@ -22,8 +22,9 @@
 struct metaroce_ud_cb {
 	struct in6_addr saddr, daddr;
 	u64 wr_id;
-	u32 len;
+	u16 len;		/* at most the path MTU */
 	u16 sport;
+	u8 tos;			/* metaroce_tos() of the AH's traffic class */
 	bool signaled;
 	u8 status;		/* not IB_WC_SUCCESS: a WR that failed when posted */
 };
@@ -86,7 +87,7 @@ static void metaroce_ud_tx_work(struct work_struct *work)
 			continue;
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
-		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, NULL);
+		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, NULL, cb.tos);
 		metaroce_ud_complete(qp, &cb, IB_WC_SUCCESS);
 	}
 }
@@ -197,6 +198,7 @@ static enum ib_wc_status metaroce_ud_build(struct metaroce_qp *qp, const struct 
 	cb->daddr = dest->daddr;
 	cb->wr_id = wr->wr_id;
 	cb->len = len;
+	cb->tos = metaroce_tos(dest->tclass);
 	cb->signaled = qp->sq_sig_type == IB_SIGNAL_ALL_WR || wr->send_flags & IB_SEND_SIGNALED;
 	/* [MR-VERBS-10] a datagram belongs to no path: a random port each time */
 	cb->sport = MR_ENTROPY_MIN + get_random_u32() % (MR_ENTROPY_MAX - MR_ENTROPY_MIN + 1);
@@ -283,6 +285,7 @@ int metaroce_ud_post_send(struct metaroce_qp *qp, const struct ib_send_wr *wr,
 		memcpy(&dest.daddr, ah->attr.grh.dgid.raw, sizeof(dest.daddr));
 		dest.qpn = ud_wr(wr)->remote_qpn;
 		dest.qkey = ud_wr(wr)->remote_qkey;
+		dest.tclass = ah->attr.grh.traffic_class;
 		err = metaroce_ud_queue(qp, wr, &dest);
 		if (err)
 			break;

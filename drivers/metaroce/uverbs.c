@@ -93,6 +93,7 @@ enum ib_wc_status metaroce_uah_dest(struct metaroce_qp *qp, u32 handle,
 	} else if (ah) {
 		dest->saddr = ah->saddr;
 		memcpy(&dest->daddr, ah->attr.grh.dgid.raw, sizeof(dest->daddr));
+		dest->tclass = ah->attr.grh.traffic_class;
 		st = IB_WC_SUCCESS;
 	}
 	xa_unlock(ahs);

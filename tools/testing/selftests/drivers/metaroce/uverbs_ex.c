@@ -7,6 +7,9 @@
  *
  *   uverbs_ex DEV_A DEV_B GID_INDEX_A GID_INDEX_B
  *
+ * The one UD datagram goes with traffic class 0xb8 (DSCP 46, [MR-ENC-6]) in its
+ * AH, which uverbs_ex.sh counts on the wire; nothing else names a class.
+ *
  * Exit status 0 when every check held; each failed check prints "FAIL: ...".
  */
 
@@ -457,7 +460,8 @@ int main(int argc, char **argv)
 	ud_up(ub);
 	{
 		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
-					  .grh = { .hop_limit = 64, .sgid_index = ga } };
+					  .grh = { .hop_limit = 64, .sgid_index = ga,
+						   .traffic_class = 0xb8 } };
 		struct ibv_ah *ah;
 
 		if (ibv_query_gid(cb, 1, gb, &aa.grh.dgid))
