@@ -94,6 +94,7 @@ static inline void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_loc
 {
 	mr_hs_local_defaults(l, mdev->incarnation);
 	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
+	l->link_mbps = metaroce_capacity_mbps(mdev);
 	spin_lock_bh(&mdev->port_lock);
 	l->pmtu = mdev->wire_pmtu;
 	spin_unlock_bh(&mdev->port_lock);

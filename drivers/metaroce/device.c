@@ -53,6 +53,22 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 }
 
 /*
+ * [MR-CC-9] The netdev's link speed, for the receive capacity the rate hints
+ * share out when the link_mbps parameter is 0; 0 when the netdev reports none
+ * (dummy, virtio-net without a configured speed).  Under RTNL.
+ */
+static void metaroce_speed_refresh(struct metaroce_dev *mdev, struct net_device *ndev)
+{
+	struct ethtool_link_ksettings ks = {};
+	u32 mbps = 0;
+
+	ASSERT_RTNL();
+	if (!__ethtool_get_link_ksettings(ndev, &ks) && ks.base.speed != (u32)SPEED_UNKNOWN)
+		mbps = ks.base.speed;
+	WRITE_ONCE(mdev->link_mbps, mbps);
+}
+
+/*
  * Netdev events call this while the device is registered; events are queued
  * to the core, which flushes them when the device is unregistered.
  */
@@ -246,6 +262,7 @@ static int metaroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *
 
 	metaroce_stats_sum(mdev, stats->value);
 	metaroce_conn_eng_stats(mdev, &stats->value[METAROCE_NR_COUNTERS]);
+	stats->value[METAROCE_STAT_CAPACITY_MBPS] = metaroce_capacity_mbps(mdev);
 	return METAROCE_NR_STATS;
 }
 
@@ -343,6 +360,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 		ib_unregister_device(ibdev);
 		return -ENODEV;
 	}
+	metaroce_speed_refresh(mdev, ndev);
 	rtnl_unlock();
 	return 0;
 
@@ -371,6 +389,7 @@ static int metaroce_netdev_event(struct notifier_block *nb, unsigned long event,
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
 	case NETDEV_CHANGEMTU:
+		metaroce_speed_refresh(mdev, ndev);
 		metaroce_port_update(mdev);
 		break;
 	default:

@@ -103,6 +103,7 @@ struct metaroce_dev {
 	enum ib_port_state port_state;
 	enum ib_mtu active_mtu;
 	u32 wire_pmtu;			/* the payload bytes per packet we offer, [MR-CONN-6] */
+	u32 link_mbps;			/* the netdev's speed, 0: none reported (device.c) */
 
 	struct xarray qps;		/* qpn -> metaroce_qp, for receive lookup */
 	u32 next_qpn;
@@ -390,6 +391,19 @@ int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 struct dst_cache;
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
 		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos);
+
+/* Receive capacity where neither link_mbps nor the netdev says one (Mbit/s). */
+#define METAROCE_LINK_MBPS_DEFAULT	10000
+
+/*
+ * [MR-CC-9] The receive capacity the rate hints share out: the link_mbps
+ * parameter if set, else the netdev's link speed, else 10 Gbit/s.
+ */
+static inline u32 metaroce_capacity_mbps(struct metaroce_dev *mdev)
+{
+	return READ_ONCE(metaroce_link_mbps) ?: READ_ONCE(mdev->link_mbps) ?:
+	       METAROCE_LINK_MBPS_DEFAULT;
+}
 
 /*
  * [MR-ENC-6] The IP TOS byte of a packet: the DSCP of the traffic class its QP's

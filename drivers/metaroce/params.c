@@ -73,10 +73,11 @@ module_param_cb(dscp, &metaroce_dscp_ops, &metaroce_dscp, 0644);
 MODULE_PARM_DESC(dscp,
 		 "DSCP of the packets of QPs and AHs whose traffic class names none, and of ACKs, NAKs and connection management (0..63, default 26)");
 
-unsigned int metaroce_link_mbps = 10000;
+/* [MR-CC-9] 0: each device takes its netdev's link speed (metaroce_capacity_mbps()). */
+unsigned int metaroce_link_mbps;
 module_param_named(link_mbps, metaroce_link_mbps, uint, 0444);
 MODULE_PARM_DESC(link_mbps,
-		 "Receive capacity shared out by the rate hints; set it to the link rate (Mbit/s, default 10000)");
+		 "Receive capacity shared out by the rate hints (Mbit/s; 0, the default, takes each netdev's link speed, or 10000 where it reports none)");
 
 /*
  * Experimental, off by default: one guest crashed in the slab allocator (in

@@ -66,7 +66,7 @@ static void metaroce_share_tick(struct metaroce_dev *mdev, u64 now)
 	}
 	rcu_read_unlock();
 
-	mr_fairshare_compute(ss->s, n, READ_ONCE(metaroce_link_mbps),
+	mr_fairshare_compute(ss->s, n, metaroce_capacity_mbps(mdev),
 			     (u32)min_t(u64, interval, U32_MAX));
 	for (i = 0; i < n; i++) {
 		c = ss->conns[i];

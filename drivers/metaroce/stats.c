@@ -56,6 +56,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_WINDOW_FULL].name = "window_full",
 	[METAROCE_ENG_ACK_INFLIGHT_SUM].name = "ack_path_inflight_sum",
 	[METAROCE_ENG_INFLIGHT_MAX].name = "path_inflight_max",
+	[METAROCE_STAT_CAPACITY_MBPS].name = "rx_capacity_mbps",
 };
 
 static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NR_STATS);

@@ -57,10 +57,14 @@ enum metaroce_counter {
 	METAROCE_ENG_WINDOW_FULL,		/* asked for a packet with the window full */
 	METAROCE_ENG_ACK_INFLIGHT_SUM,		/* per ACK, its path's outstanding PSNs, summed */
 	METAROCE_ENG_INFLIGHT_MAX,		/* the most one path had outstanding (a maximum) */
+	METAROCE_ENG_END,
+
+	/* Not a counter: the receive capacity the rate hints share out now (Mbit/s). */
+	METAROCE_STAT_CAPACITY_MBPS = METAROCE_ENG_END,
 	METAROCE_NR_STATS
 };
 
-#define METAROCE_NR_ENG_COUNTERS	(METAROCE_NR_STATS - METAROCE_NR_COUNTERS)
+#define METAROCE_NR_ENG_COUNTERS	(METAROCE_ENG_END - METAROCE_NR_COUNTERS)
 
 struct metaroce_dev;
 

@@ -66,6 +66,34 @@ check "device on a veth in h4" ip netns exec h4 rdma link add mr4 type metaroce 
 ip netns del h4
 check "device gone with its namespace" wait_for 10 ibdev_gone mr4
 
+# -- [MR-CC-9] the receive capacity the rate hints share out: the netdev's link
+# speed (a tap's is whatever ethtool set), read when the device is made and at
+# every netdev event; 10000 where the netdev reports none; link_mbps overrides.
+modprobe tun
+ip tuntap add tap9 mode tap
+check "tap9 reports 25 Gbit/s" ethtool -s tap9 speed 25000 duplex full
+ip link set tap9 up
+check "rdma link add mr9 on tap9" rdma link add mr9 type metaroce netdev tap9
+check_eq "mr9 shares out tap9's speed" 25000 "$(hw_counter mr9 rx_capacity_mbps)"
+ethtool -s tap9 speed 1000 duplex full
+ip link set tap9 down
+ip link set tap9 up
+check_eq "  ...and its new speed after the next netdev event" 1000 \
+	"$(hw_counter mr9 rx_capacity_mbps)"
+ip link add d9 type dummy
+ip link set d9 up
+check "rdma link add mr8 on a dummy (no speed)" rdma link add mr8 type metaroce netdev d9
+check_eq "mr8 shares out 10000 Mbit/s" 10000 "$(hw_counter mr8 rx_capacity_mbps)"
+check "rdma link delete mr8" rdma link delete mr8
+check "rdma link delete mr9" rdma link delete mr9
+check "reload with link_mbps=5000" sh -c 'modprobe -r metaroce && modprobe metaroce link_mbps=5000'
+check "rdma link add mr9 on tap9" rdma link add mr9 type metaroce netdev tap9
+check_eq "link_mbps wins over the speed" 5000 "$(hw_counter mr9 rx_capacity_mbps)"
+check "rdma link delete mr9" rdma link delete mr9
+check "reload without parameters" sh -c 'modprobe -r metaroce && modprobe metaroce'
+ip link del tap9
+ip link del d9
+
 # -- rmmod with devices present
 ip link add w1 type veth peer name w2
 ip link set w1 up
