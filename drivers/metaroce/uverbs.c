@@ -178,6 +178,41 @@ err_free:
 }
 
 /*
+ * ibv_rereg_mr.  A new translation, or write access for pages that were
+ * pinned without it (an MR over read-only memory must not become writable in
+ * place), makes a new MR with new keys, which the core puts in the old one's
+ * place before it deregisters the old one; another PD or other access that
+ * the pinned pages allow changes the MR in place (the core sets the PD).
+ * Packets checked against the old access before the change may still be
+ * placed, as with any MR the process changes under traffic.
+ */
+static struct ib_mr *metaroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+					    u64 length, u64 iova, int access,
+					    struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+
+	if (!mr->umem || flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	if (!(flags & IB_MR_REREG_PD))
+		pd = ibmr->pd;
+	if (access & ~METAROCE_USER_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		if (!ib_access_writable(access) || mr->umem->writable) {
+			WRITE_ONCE(mr->access, access);
+			return NULL;
+		}
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = ibmr->iova;
+	}
+	return metaroce_reg_user_mr(pd, start, length, iova, access, udata);
+}
+
+/*
  * The core leaves the data-path commands off by default: ours are the
  * doorbells (post_send and post_recv without work requests) and arming a CQ.
  */
@@ -195,6 +230,7 @@ const struct ib_device_ops metaroce_uverbs_ops = {
 	.mmap = metaroce_mmap,
 	.mmap_free = metaroce_mmap_free,
 	.reg_user_mr = metaroce_reg_user_mr,
+	.rereg_user_mr = metaroce_rereg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, metaroce_ucontext, ibuc),
 };

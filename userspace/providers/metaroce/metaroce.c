@@ -105,6 +105,18 @@ static struct ibv_mr *metaroce_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+/* New keys when the kernel had to make a new MR; ibv_cmd_rereg_mr takes them. */
+static int metaroce_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			     void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static int metaroce_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
@@ -187,6 +199,7 @@ static const struct verbs_context_ops metaroce_ctx_ops = {
 	.query_qp = metaroce_query_qp,
 	.query_srq = metaroce_query_srq,
 	.reg_mr = metaroce_reg_mr,
+	.rereg_mr = metaroce_rereg_mr,
 	.req_notify_cq = metaroce_req_notify_cq,
 };
 

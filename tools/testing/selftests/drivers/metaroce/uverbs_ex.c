@@ -7,6 +7,9 @@
  *
  *   uverbs_ex DEV_A DEV_B GID_INDEX_A GID_INDEX_B
  *
+ * Then ibv_rereg_mr: a new translation, access changed in place, write access
+ * refused over read-only memory, a Write refused once remote access is gone.
+ *
  * The one UD datagram goes with traffic class 0xb8 (DSCP 46, [MR-ENC-6]) in its
  * AH, which uverbs_ex.sh counts on the wire; nothing else names a class.
  *
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "uverbs_util.h"
@@ -205,6 +209,85 @@ static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t off, uint32_t
 
 	if (ibv_post_recv(qp, &wr, &bad))
 		die("post_recv");
+}
+
+/* One signaled Write or Read from qp; returns its completion's status. */
+static int rdma_op(struct ibv_qp *qp, struct ibv_cq_ex *cq, enum ibv_wr_opcode op,
+		   struct ibv_mr *lmr, void *laddr, uint32_t len, uint32_t rkey, void *raddr)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)laddr, .length = len, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 900, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)raddr, .rkey = rkey },
+	}, *bad;
+	struct cqe c;
+
+	if (ibv_post_send(qp, &wr, &bad))
+		die("post_send");
+	if (poll_ex(cq, &c, 1) != 1)
+		return -1;
+	return c.status;
+}
+
+/* ibv_rereg_mr on DEV_B's side, driven by Writes and Reads from qa. */
+static void rereg_checks(struct ibv_pd *pb, struct ibv_qp *qa, struct ibv_cq_ex *cq,
+			 struct ibv_mr *lmr, uint8_t *lbuf)
+{
+	uint8_t *r1, *r2, *ro;
+	struct ibv_mr *m, *mro;
+	uint32_t rkey0;
+	int st;
+
+	if (posix_memalign((void **)&r1, 4096, 4096) || posix_memalign((void **)&r2, 4096, 4096))
+		die("memory");
+	memset(r1, 0, 4096);
+	memset(r2, 0, 4096);
+	m = ibv_reg_mr(pb, r1, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!m)
+		die("reg_mr for rereg");
+	rkey0 = m->rkey;
+
+	/* A new translation: the MR now covers r2 (new keys), r1 is left alone. */
+	expect(ibv_rereg_mr(m, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, r2, 4096, 0) == 0,
+	       "ibv_rereg_mr to another buffer: 0");
+	expect(m->addr == r2 && m->length == 4096, "rereg: the MR's address and length follow");
+	fill(lbuf, 512, 7);
+	st = rdma_op(qa, cq, IBV_WR_RDMA_WRITE, lmr, lbuf, 512, m->rkey, r2);
+	expect(st == IBV_WC_SUCCESS, "Write through the re-registered MR");
+	expect(!memcmp(r2, lbuf, 512), "  ...landed in the new buffer");
+	expect(r1[0] == 0 && !memcmp(r1, r1 + 1, 511), "  ...and not in the old one");
+	/* The old MR is gone with its keys (a dead key's Write: as after dereg_mr). */
+	expect(m->rkey != rkey0, "  ...under new keys");
+
+	/* Other access in place: remote Read instead of remote Write. */
+	expect(ibv_rereg_mr(m, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ) == 0,
+	       "ibv_rereg_mr to remote Read: 0");
+	memset(lbuf + 1024, 0, 512);
+	st = rdma_op(qa, cq, IBV_WR_RDMA_READ, lmr, lbuf + 1024, 512, m->rkey, r2);
+	expect(st == IBV_WC_SUCCESS && !memcmp(lbuf + 1024, r2, 512),
+	       "Read through the MR made readable");
+
+	/* Write access over read-only memory is refused, as reg_mr refuses it. */
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED)
+		die("mmap");
+	mro = ibv_reg_mr(pb, ro, 4096, IBV_ACCESS_REMOTE_READ);
+	if (!mro)
+		die("reg_mr over read-only memory");
+	expect(ibv_rereg_mr(mro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) != 0,
+	       "ibv_rereg_mr adding write access over read-only memory: refused");
+	ibv_dereg_mr(mro);
+	munmap(ro, 4096);
+
+	/* The Read-only MR refuses a Write: remote access error (qa is done then). */
+	st = rdma_op(qa, cq, IBV_WR_RDMA_WRITE, lmr, lbuf, 8, m->rkey, r2);
+	expect(st == IBV_WC_REM_ACCESS_ERR, "Write into the MR without remote Write: REM_ACCESS_ERR");
+	ibv_dereg_mr(m);
+	free(r1);
+	free(r2);
 }
 
 /* UD QP to RTS (Q_Key 0x11111111). */
@@ -489,6 +572,8 @@ int main(int argc, char **argv)
 		expect(!memcmp(b_rcv + 40, a_src + 64, 512), "UD: data");
 		ibv_destroy_ah(ah);
 	}
+
+	rereg_checks(pb, qa, qa_cq, ma_src, a_src);
 
 	ibv_destroy_qp(ua);
 	ibv_destroy_qp(ub);
