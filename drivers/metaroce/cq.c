@@ -84,7 +84,7 @@ void metaroce_cq_push(struct metaroce_cq *cq, const struct ib_wc *wc, bool solic
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 }
 
-/* Resize a kernel CQ: a new ring, the waiting completions moved over in order. */
+/* Resize a CQ: a new ring, the waiting completions moved over in order. */
 int metaroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct metaroce_cq *cq = to_mcq(ibcq);
@@ -92,11 +92,13 @@ int metaroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	unsigned long flags;
 	u32 size, n, i;
 
-	if (udata)
-		return -EOPNOTSUPP;
 	if (cqe < 1 || cqe > METAROCE_MAX_CQE)
 		return -EINVAL;
 	size = roundup_pow_of_two(cqe + 1);
+	if (cq->uring)
+		return udata ? metaroce_ucq_resize(cq, size, udata) : -EINVAL;
+	if (udata)
+		return -EINVAL;
 	ring = kvcalloc(size, sizeof(*ring), GFP_KERNEL);
 	if (!ring)
 		return -ENOMEM;

@@ -426,6 +426,7 @@ void metaroce_mmap_free(struct rdma_user_mmap_entry *e);
 void *metaroce_uring_slot(struct metaroce_uring *r, u32 index);
 int metaroce_ucq_create(struct metaroce_cq *cq, u32 size, struct ib_udata *udata);
 void metaroce_ucq_destroy(struct metaroce_cq *cq);
+int metaroce_ucq_resize(struct metaroce_cq *cq, u32 size, struct ib_udata *udata);
 u32 metaroce_ucq_used(struct metaroce_cq *cq);
 void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc);
 int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata);

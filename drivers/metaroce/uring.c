@@ -125,6 +125,61 @@ void metaroce_ucq_destroy(struct metaroce_cq *cq)
 	cq->uring = NULL;
 }
 
+/*
+ * Resize a user CQ: a new ring (and mapping) of size entries, the completions
+ * the process has not consumed copied over at the same indices, the old ring
+ * left to the process's mapping until it unmaps it.  -EINVAL if they do not
+ * fit; the CQ is unchanged then.
+ */
+int metaroce_ucq_resize(struct metaroce_cq *cq, u32 size, struct ib_udata *udata)
+{
+	struct metaroce_resize_cq_resp resp = {};
+	struct metaroce_uring *r, *old;
+	unsigned long flags;
+	u32 cons, i;
+	int err;
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	err = metaroce_uring_create(udata, r, size, sizeof(struct metaroce_user_cqe), &resp.cq);
+	if (err)
+		goto err_free;
+	/* The process learns of the new ring only if the CQ then uses it. */
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_destroy;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	old = cq->uring;
+	cons = READ_ONCE(old->hdr->cons);
+	if (cq->tail - cons > cq->size - 1 || cq->tail - cons >= size) {
+		/* Would lose completions, or an index no honest consumer wrote. */
+		spin_unlock_irqrestore(&cq->lock, flags);
+		err = -EINVAL;
+		goto err_destroy;
+	}
+	for (i = cons; i != cq->tail; i++)
+		memcpy(metaroce_uring_slot(r, i), metaroce_uring_slot(old, i), r->esize);
+	r->hdr->cons = cons;
+	r->hdr->prod = cq->tail;
+	cq->uring = r;
+	cq->size = size;
+	cq->ibcq.cqe = size - 1;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	metaroce_uring_destroy(old);
+	kfree(old);
+	return 0;
+
+err_destroy:
+	metaroce_uring_destroy(r);
+err_free:
+	kfree(r);
+	return err;
+}
+
 /* Completions the process has not consumed; a consumer index it broke reads as full. */
 u32 metaroce_ucq_used(struct metaroce_cq *cq)
 {

@@ -127,6 +127,17 @@ struct metaroce_create_cq_resp {
 	struct metaroce_ring_info cq;
 };
 
+/*
+ * resize_cq: the CQ's new ring.  The kernel moves the completions the process
+ * has not consumed (from cons to prod) into it at the same free-running
+ * indices and publishes it with the same cons and prod; the process must not
+ * poll the CQ while the command runs, then maps the new ring and unmaps the
+ * old one.
+ */
+struct metaroce_resize_cq_resp {
+	struct metaroce_ring_info cq;
+};
+
 struct metaroce_create_qp_resp {
 	struct metaroce_ring_info sq;
 	struct metaroce_ring_info rq;

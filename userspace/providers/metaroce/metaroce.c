@@ -201,6 +201,7 @@ static const struct verbs_context_ops metaroce_ctx_ops = {
 	.reg_mr = metaroce_reg_mr,
 	.rereg_mr = metaroce_rereg_mr,
 	.req_notify_cq = metaroce_req_notify_cq,
+	.resize_cq = metaroce_resize_cq,
 };
 
 static struct verbs_context *metaroce_alloc_context(struct ibv_device *ibdev,

@@ -156,6 +156,7 @@ static inline void verbs_qp_mark_ex(struct verbs_qp *vqp)
 struct ibv_cq *metaroce_create_cq(struct ibv_context *context, int cqe,
 				  struct ibv_comp_channel *channel,
 				  int comp_vector);
+int metaroce_resize_cq(struct ibv_cq *ibcq, int cqe);
 int metaroce_destroy_cq(struct ibv_cq *ibcq);
 int metaroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int metaroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);

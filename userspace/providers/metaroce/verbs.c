@@ -125,6 +125,38 @@ struct ibv_cq_ex *metaroce_create_cq_ex(struct ibv_context *context,
 	return &cq->vcq.cq_ex;
 }
 
+/*
+ * The kernel copies the completions we have not consumed into a new ring at
+ * the same indices: under our lock (nobody polls meanwhile), map the new
+ * ring, keep our index, and let the old mapping go.
+ */
+int metaroce_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct umetaroce_resize_cq_resp resp = {};
+	struct metaroce_cq *cq = to_mcq(ibcq);
+	struct metaroce_ring old = cq->ring;
+	struct ibv_resize_cq cmd;
+	int ret;
+
+	pthread_spin_lock(&cq->lock);
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (!ret) {
+		ret = ring_map(ibcq->context, &cq->ring, &resp.cq,
+			       sizeof(struct metaroce_user_cqe));
+		if (ret) {
+			/* The kernel fills a ring we cannot see: nothing to poll. */
+			cq->ring = old;
+			ret = EIO;
+		} else {
+			cq->ring.index = old.index;
+			ring_unmap(&old);
+		}
+	}
+	pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
 int metaroce_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct metaroce_cq *cq = to_mcq(ibcq);

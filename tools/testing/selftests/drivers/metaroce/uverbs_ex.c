@@ -7,7 +7,8 @@
  *
  *   uverbs_ex DEV_A DEV_B GID_INDEX_A GID_INDEX_B
  *
- * Then ibv_rereg_mr: a new translation, access changed in place, write access
+ * Then ibv_resize_cq of a user CQ with completions waiting in it, and
+ * ibv_rereg_mr: a new translation, access changed in place, write access
  * refused over read-only memory, a Write refused once remote access is gone.
  *
  * The one UD datagram goes with traffic class 0xb8 (DSCP 46, [MR-ENC-6]) in its
@@ -28,6 +29,8 @@
 
 #define BUF	8192
 #define MAX_INLINE	64
+/* More than any device's max_cqe here (METAROCE_MAX_CQE is 65535). */
+#define METAROCE_MAX_CQE_TRY	(1 << 22)
 
 struct cqe {
 	uint64_t wr_id;
@@ -288,6 +291,101 @@ static void rereg_checks(struct ibv_pd *pb, struct ibv_qp *qa, struct ibv_cq_ex 
 	ibv_dereg_mr(m);
 	free(r1);
 	free(r2);
+}
+
+static void rc_init(struct ibv_qp *qp);
+
+/* Posts n signaled 64-byte Writes from lbuf to rbuf, wr_ids first..first+n-1. */
+static void post_writes(struct ibv_qp *qp, struct ibv_mr *lmr, uint8_t *lbuf,
+			struct ibv_mr *rmr, uint8_t *rbuf, int first, int n)
+{
+	int i;
+
+	for (i = first; i < first + n; i++) {
+		struct ibv_sge s = { (uintptr_t)lbuf + i * 64, 64, lmr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)rbuf + i * 64, .rkey = rmr->rkey },
+		}, *bad;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			die("post_send");
+	}
+}
+
+/* n completions in wr_id order from first, all successful. */
+static void poll_writes(struct ibv_cq *cq, int first, int n, const char *what)
+{
+	struct ibv_wc wc[64];
+	int got, i, bad = 0;
+
+	got = poll_n(cq, wc, n);
+	for (i = 0; i < got; i++)
+		bad += wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != (uint64_t)(first + i);
+	expect(got == n && !bad, what);
+}
+
+/*
+ * ibv_resize_cq of a 15-entry user CQ while Writes' completions wait in it:
+ * they survive in order, and 40 more fit after.  Then it shrinks again.
+ */
+static void resize_checks(struct ibv_context *ca, struct ibv_pd *pa, struct ibv_context *cb,
+			  struct ibv_pd *pb, int ga, int gb)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 64, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_cq *cq, *cqd;
+	struct ibv_qp *qc, *qd;
+	struct ibv_mr *lmr, *rmr;
+	uint8_t *lbuf, *rbuf;
+
+	if (posix_memalign((void **)&lbuf, 4096, BUF) || posix_memalign((void **)&rbuf, 4096, BUF))
+		die("memory");
+	fill(lbuf, BUF, 9);
+	memset(rbuf, 0, BUF);
+	lmr = ibv_reg_mr(pa, lbuf, BUF, access);
+	rmr = ibv_reg_mr(pb, rbuf, BUF, access);
+	cq = ibv_create_cq(ca, 15, NULL, NULL, 0);
+	cqd = ibv_create_cq(cb, 15, NULL, NULL, 0);
+	if (!lmr || !rmr || !cq || !cqd)
+		die("resize: MRs and CQs");
+	qa.send_cq = qa.recv_cq = cq;
+	qc = ibv_create_qp(pa, &qa);
+	qa.send_cq = qa.recv_cq = cqd;
+	qd = ibv_create_qp(pb, &qa);
+	if (!qc || !qd)
+		die("resize: QPs");
+	rc_init(qc);
+	rc_init(qd);
+	connect_pair(qc, ga, qd, gb);
+
+	expect(cq->cqe == 15, "a CQ of 15 entries");
+	post_writes(qc, lmr, lbuf, rmr, rbuf, 0, 12);
+	/* Let their completions arrive, unpolled: the resize must keep them. */
+	usleep(1000000);
+	expect(ibv_resize_cq(cq, METAROCE_MAX_CQE_TRY) != 0, "resize beyond max_cqe: refused");
+	expect(ibv_resize_cq(cq, 63) == 0, "ibv_resize_cq to 63 with completions waiting: 0");
+	expect(cq->cqe >= 63, "  ...the CQ reports at least 63 entries");
+	post_writes(qc, lmr, lbuf, rmr, rbuf, 12, 40);
+	poll_writes(cq, 0, 52, "52 completions, in order, through the resized CQ");
+	expect(!memcmp(rbuf, lbuf, 52 * 64), "the 52 Writes' data");
+	expect(ibv_resize_cq(cq, 4) == 0, "ibv_resize_cq down to 4 once polled: 0");
+	post_writes(qc, lmr, lbuf, rmr, rbuf, 52, 3);
+	poll_writes(cq, 52, 3, "three completions through the shrunk CQ");
+
+	ibv_destroy_qp(qc);
+	ibv_destroy_qp(qd);
+	ibv_destroy_cq(cq);
+	ibv_destroy_cq(cqd);
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(rmr);
+	free(lbuf);
+	free(rbuf);
 }
 
 /* UD QP to RTS (Q_Key 0x11111111). */
@@ -573,6 +671,7 @@ int main(int argc, char **argv)
 		ibv_destroy_ah(ah);
 	}
 
+	resize_checks(ca, pa, cb, pb, ga, gb);
 	rereg_checks(pb, qa, qa_cq, ma_src, a_src);
 
 	ibv_destroy_qp(ua);
