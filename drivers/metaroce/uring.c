@@ -228,6 +228,10 @@ void metaroce_ucq_write(struct metaroce_cq *cq, const struct ib_wc *wc)
 	}
 	e->pkey_index = wc->pkey_index;
 	e->sl = wc->sl;
+	/* A UD receive: which network header the GRH area holds (the ABI header). */
+	if (wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE)
+		e->sl = METAROCE_CQE_SL_ROCE_V2 | (wc->network_hdr_type == RDMA_NETWORK_IPV4 ?
+						   METAROCE_CQE_SL_IPV4 : METAROCE_CQE_SL_IPV6);
 	/* Pairs with the provider's acquire of prod: the entry before the index. */
 	smp_store_release(&cq->uring->hdr->prod, cq->tail + 1);
 }

@@ -88,6 +88,16 @@ struct metaroce_user_rqe {
 #define METAROCE_CQE_F_INV	(1U << 1)	/* imm_inv holds the invalidated rkey */
 #define METAROCE_CQE_F_GRH	(1U << 2)	/* UD receive: a 40-byte GRH precedes the data */
 
+/*
+ * sl of a UD receive: RoCE has no service level, so it carries the packet's
+ * kind as mlx5 reports it, which UCX's UD transport reads to find the
+ * destination address in the GRH area: bit 3 set for a UDP-encapsulated
+ * (RoCE v2) packet, bits 2..0 the network header.
+ */
+#define METAROCE_CQE_SL_ROCE_V2	0x8
+#define METAROCE_CQE_SL_IPV6	0x1
+#define METAROCE_CQE_SL_IPV4	0x2
+
 struct metaroce_user_cqe {
 	__aligned_u64 wr_id;
 	__u32 status;		/* enum ib_wc_status (the uverbs values) */
@@ -100,7 +110,7 @@ struct metaroce_user_cqe {
 	__u32 flags;		/* METAROCE_CQE_F_* */
 	__u16 pkey_index;
 	__u16 slid;
-	__u8 sl;
+	__u8 sl;		/* UD receives: METAROCE_CQE_SL_* */
 	__u8 dlid_path_bits;
 	__u8 reserved[2];
 };

@@ -5,15 +5,17 @@
 # UCX (Debian's ucx-utils 1.13) over MetaRoCE, unmodified, through our
 # provider: ucx_info lists the device with its rc_verbs and ud_verbs
 # transports; ucx_perftest's UCT put, get and active-message tests run over
-# rc_verbs (zero-copy put and get are RDMA WRITE and READ); io_demo (UCP's
-# tag API over rc_verbs, connected through rdma_cm) moves reads and writes
-# with its data-integrity check on.  Across the 8-link ECMP fabric, clean,
-# then with 1% random loss on every link in both directions.  Guest b
+# rc_verbs (zero-copy put and get are RDMA WRITE and READ), its UCT
+# active-message tests over ud_verbs, and its UCP tag, put and get tests over
+# rc_verbs wired up by ud_verbs from addresses exchanged out of band; io_demo
+# (UCP's tag API over rc_verbs, connected through rdma_cm) moves reads and
+# writes with its data-integrity check on.  Across the 8-link ECMP fabric,
+# clean, then with 1% random loss on every link in both directions.  Guest b
 # serves, guest a connects.
-# Not here: UCX's ud_verbs carries no traffic in these guests, over rdma_rxe
-# either (its endpoints time out, unacknowledged), and UCP needs it to wire
-# up RC endpoints whose addresses came out of band (ucx_perftest's UCP
-# tests); io_demo's endpoints are wired up through rdma_cm instead.
+# ud_verbs needs the UD receive completion's sl to say the packet's network
+# header (the ABI's METAROCE_CQE_SL_*, as mlx5 reports it): UCX reads it to
+# find the destination address in the GRH area and dropped every datagram
+# before (its endpoints timed out, here and over rdma_rxe).
 . "$(dirname "$0")/lib.sh"
 
 use_provider
@@ -81,6 +83,12 @@ round() { # LABEL
 	perf "rc_verbs put_bw zcopy $1" -d mr0:1 -x rc_verbs -t put_bw -D zcopy -s 65536
 	perf "rc_verbs get zcopy $1" -d mr0:1 -x rc_verbs -t get -D zcopy -s 65536
 	perf "rc_verbs am_bw bcopy $1" -d mr0:1 -x rc_verbs -t am_bw -D bcopy -s 4096
+	perf "ud_verbs am_lat $1" -d mr0:1 -x ud_verbs -t am_lat
+	perf "ud_verbs am_bw bcopy $1" -d mr0:1 -x ud_verbs -t am_bw -D bcopy -s 900
+	# UCP: endpoints from worker addresses exchanged over ucx_perftest's socket.
+	UCX_TLS=rc_verbs,ud_verbs perf "UCP tag_bw $1" -t tag_bw -s 65536
+	UCX_TLS=rc_verbs,ud_verbs perf "UCP put_bw $1" -t ucp_put_bw -s 65536
+	UCX_TLS=rc_verbs,ud_verbs perf "UCP get $1" -t ucp_get -s 65536
 	io_demo_run "$1"
 }
 
