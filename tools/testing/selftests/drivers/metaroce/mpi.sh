@@ -6,14 +6,14 @@
 # guest a starts two ranks on each guest (the remote daemon through ssh to a
 # dropbear server on guest b, over the control wire) and runs mpi_check.c,
 # MPI_Allreduce and MPI_Alltoall of patterns every rank verifies, eager and
-# rendezvous sizes.  Open MPI is told to use the device through its OFI MTL
-# (pml cm, mtl ofi) and libfabric's verbs provider under ofi_rxm, which
-# connects RC QPs through rdma_cm, as RoCE needs; the two ranks of one guest
-# reach each other over the device too (loopback, [MR-CONN-13]).  Not
-# through UCX: its UCP layer wires RC endpoints up over ud_verbs, which
-# carries nothing over soft RoCE devices (rdma_rxe either, see ucx.sh); not
-# through the openib BTL: Debian's build has only its udcm connection
-# method, which is for InfiniBand.  FI_UNIVERSE_SIZE=16: with its default
+# rendezvous sizes.  Open MPI is told to use the device two ways: through
+# its UCX PML (Open MPI's own choice when UCX finds a device; UCP wires RC
+# endpoints up over ud_verbs), and through its OFI MTL (pml cm, mtl ofi) and
+# libfabric's verbs provider under ofi_rxm, which connects RC QPs through
+# rdma_cm.  The two ranks of one guest reach each other over the device too
+# (loopback, [MR-CONN-13]).  Not through the openib BTL: Debian's build has
+# only its udcm connection method, which is for InfiniBand.
+# FI_UNIVERSE_SIZE=16: with its default
 # of 256 peers ofi_rxm asks for a CQ larger than the device's max_cqe
 # (65,535) and fails ("Unable to create verbs CQ"); libfabric does not fit
 # its request to the device.  Across the 8-link ECMP fabric, clean, then
@@ -54,26 +54,35 @@ fi
 check "barrier: ssh ready" pair_barrier ssh
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi_run() {
+mpi_run() { # ucx|ofi
+	local via
+	if [ "$1" = ucx ]; then
+		via=(--mca pml ucx -x UCX_NET_DEVICES=mr0:1 -x UCX_TLS=rc_verbs,ud_verbs,self
+		     -x UCX_WARN_UNUSED_ENV_VARS=n)
+	else
+		via=(--mca pml cm --mca mtl ofi -x FI_PROVIDER="verbs;ofi_rxm"
+		     -x FI_VERBS_IFACE=fab0 -x FI_UNIVERSE_SIZE=16)
+	fi
 	timeout 600 mpirun -np 4 --host "${MR_ADDR%/*}:2,$MR_PEER:2" \
 		--mca plm_rsh_agent ssh \
 		--mca plm_rsh_args "-i /tmp/mpi_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" \
-		--mca oob_tcp_if_include eth0 \
-		--mca pml cm --mca mtl ofi --mca btl self \
-		-x FI_PROVIDER="verbs;ofi_rxm" -x FI_VERBS_IFACE=fab0 -x FI_UNIVERSE_SIZE=16 \
+		--mca oob_tcp_if_include eth0 --mca btl self "${via[@]}" \
 		-x RDMAV_DRIVERS /tmp/mpi_check 3
 }
 
 round() { # LABEL
-	local out rc
-	if [ "$MR_ROLE" = a ]; then
-		out=$(mpi_run 2>&1)
-		rc=$?
-		tail -n 8 <<<"$out" | sed 's/^/#   /'
-		check_eq "mpirun $1: 4 ranks over mr0 end well" 0 "$rc"
-		check "mpirun $1: every element verified" grep -q "every element verified" <<<"$out"
-	fi
-	check "barrier: $1 done" pair_barrier "mpi-$1" 700
+	local out rc via
+	for via in ucx ofi; do
+		if [ "$MR_ROLE" = a ]; then
+			out=$(mpi_run "$via" 2>&1)
+			rc=$?
+			tail -n 8 <<<"$out" | sed 's/^/#   /'
+			check_eq "mpirun $1, $via: 4 ranks over mr0 end well" 0 "$rc"
+			check "mpirun $1, $via: every element verified" \
+				grep -q "every element verified" <<<"$out"
+		fi
+		check "barrier: $1 $via done" pair_barrier "mpi-$1-$via" 700
+	done
 }
 
 fabric_mark "$LINKS"
