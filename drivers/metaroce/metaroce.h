@@ -492,6 +492,8 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 			      const struct ib_send_wr **bad_wr);
 int metaroce_post_send_flush(struct metaroce_qp *qp, const struct ib_send_wr *wr,
 			     const struct ib_send_wr **bad_wr);
+void metaroce_trace_sqe_error(struct metaroce_qp *qp, const struct metaroce_user_sqe *e,
+			      enum ib_wc_status st);
 enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_atomic_wr *aw,
 				     struct ib_rdma_wr *rw, struct ib_sge *sgl,
 				     struct ib_send_wr **out);

@@ -18,6 +18,7 @@
  */
 
 #include "metaroce.h"
+#include "trace.h"
 
 /*
  * The QP's ring holds at most the messages of a stream that are open at
@@ -94,6 +95,9 @@ static void metaroce_uring_pull_recv(struct metaroce_uring *r, void *scratch,
 			if (!metaroce_user_sge_in_pd(pd, &s[i], true))
 				st = IB_WC_LOC_PROT_ERR;
 		if (st != IB_WC_SUCCESS) {
+			trace_metaroce_user_wqe_error(dev_name(&pd->device->dev), qp->ibqp.qp_num,
+						      false, e->wr_id, st, 0, e->num_sge, 0,
+						      e->num_sge ? s : NULL);
 			metaroce_ring_error(qp, qp->ibqp.recv_cq, e->wr_id, IB_WC_RECV, st);
 			continue;
 		}

@@ -8,6 +8,7 @@
 #include <linux/string.h>
 
 #include "metaroce.h"
+#include "trace.h"
 #include "connection.h"
 
 static u8 metaroce_mr_opcode(enum ib_wr_opcode op)
@@ -172,6 +173,18 @@ int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *w
 	return err;
 }
 
+/* A refused user send WQE, for the metaroce_user_wqe_error tracepoint. */
+void metaroce_trace_sqe_error(struct metaroce_qp *qp, const struct metaroce_user_sqe *e,
+			      enum ib_wc_status st)
+{
+	const struct metaroce_user_sge *s = (const void *)(e + 1);
+	bool sges = e->num_sge && !(e->send_flags & IB_SEND_INLINE);
+
+	trace_metaroce_user_wqe_error(dev_name(&qp->ibqp.device->dev), qp->ibqp.qp_num, true,
+				      e->wr_id, st, e->opcode, e->num_sge, e->inline_len,
+				      sges ? s : NULL);
+}
+
 static bool metaroce_user_opcode_ok(u32 op)
 {
 	switch (op) {
@@ -332,6 +345,7 @@ again:
 		if (st == IB_WC_SUCCESS && metaroce_post_send_locked(qp, wr, &bad))
 			st = IB_WC_LOC_QP_OP_ERR;
 		if (st != IB_WC_SUCCESS) {
+			metaroce_trace_sqe_error(qp, u->scratch, st);
 			/* IB's rule for a local error: the WQE fails, the QP goes to Error. */
 			metaroce_ring_error(qp, qp->ibqp.send_cq,
 					    ((struct metaroce_user_sqe *)u->scratch)->wr_id,

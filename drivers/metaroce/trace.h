@@ -11,6 +11,7 @@
 #define METAROCE_TRACE_H
 
 #include <linux/tracepoint.h>
+#include <rdma/metaroce-abi.h>
 
 #include "compat.h"
 #include "core/path.h"
@@ -105,6 +106,46 @@ TRACE_EVENT(metaroce_rx_drop,
 		METAROCE_ASSIGN_STR(reason, reason);
 	),
 	TP_printk("%s %s", __get_str(dev), __get_str(reason))
+);
+
+/*
+ * A WQE a process put on a ring that the kernel refused (user_wqe_errors):
+ * what it asked for and its first SGE, so the process's bug can be found.
+ */
+TRACE_EVENT(metaroce_user_wqe_error,
+	TP_PROTO(const char *dev, u32 qpn, bool send, u64 wr_id, u32 status, u32 opcode,
+		 u32 num_sge, u32 inline_len, const struct metaroce_user_sge *sge),
+	TP_ARGS(dev, qpn, send, wr_id, status, opcode, num_sge, inline_len, sge),
+	TP_STRUCT__entry(
+		__string(dev, dev)
+		__field(u32, qpn)
+		__field(bool, send)
+		__field(u64, wr_id)
+		__field(u32, status)
+		__field(u32, opcode)
+		__field(u32, num_sge)
+		__field(u32, inline_len)
+		__field(u32, lkey)
+		__field(u64, addr)
+		__field(u32, length)
+	),
+	TP_fast_assign(
+		METAROCE_ASSIGN_STR(dev, dev);
+		__entry->qpn = qpn;
+		__entry->send = send;
+		__entry->wr_id = wr_id;
+		__entry->status = status;
+		__entry->opcode = opcode;
+		__entry->num_sge = num_sge;
+		__entry->inline_len = inline_len;
+		__entry->lkey = sge ? sge->lkey : 0;
+		__entry->addr = sge ? sge->addr : 0;
+		__entry->length = sge ? sge->length : 0;
+	),
+	TP_printk("%s qp %u %s wr_id %#llx status %u opcode %u num_sge %u inline %u sge0 lkey %#x addr %#llx len %u",
+		  __get_str(dev), __entry->qpn, __entry->send ? "send" : "recv", __entry->wr_id,
+		  __entry->status, __entry->opcode, __entry->num_sge, __entry->inline_len,
+		  __entry->lkey, __entry->addr, __entry->length)
 );
 
 #endif /* METAROCE_TRACE_H */

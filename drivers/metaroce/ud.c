@@ -445,6 +445,7 @@ void metaroce_ud_usq_drain(struct metaroce_qp *qp)
 				st = IB_WC_LOC_QP_OP_ERR;
 		}
 		if (st != IB_WC_SUCCESS) {
+			metaroce_trace_sqe_error(qp, e, st);
 			metaroce_count(mdev, METAROCE_CNT_USER_WQE_ERRORS);
 			metaroce_ud_post_error(qp, e->wr_id, st);
 		}
