@@ -166,7 +166,13 @@ struct metaroce_uring {
 /* What a user QP has beyond a kernel one: its rings and room to copy WQEs out of them. */
 struct metaroce_uqp {
 	struct metaroce_uring sq, rq;
-	void *scratch;		/* one WQE, copied out of the ring before it is checked */
+	/*
+	 * One WQE of each ring, copied out before it is checked: one buffer
+	 * per ring, because the send side (doorbell, transmit) and the
+	 * receive side (softirq, under the RQ's lock) copy at the same time.
+	 */
+	void *sq_scratch;
+	void *rq_scratch;
 	struct ib_sge *sgl;	/* the SGEs of that WQE as metaroce_post_send takes them */
 	void *inline_buf;	/* max_inline bytes per send queue slot */
 	struct metaroce_ucontext *uc;

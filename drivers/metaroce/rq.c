@@ -124,7 +124,7 @@ static void metaroce_urq_pull(struct metaroce_qp *qp)
 
 	if (!u || !u->rq.hdr)
 		return;
-	metaroce_uring_pull_recv(&u->rq, u->scratch, &qp->rq, qp->ibqp.pd, qp);
+	metaroce_uring_pull_recv(&u->rq, u->rq_scratch, &qp->rq, qp->ibqp.pd, qp);
 	WRITE_ONCE(u->rq.hdr->done, qp->rq.head);
 }
 

@@ -206,7 +206,7 @@ static bool metaroce_user_opcode_ok(u32 op)
 					 IB_SEND_INLINE)
 
 /*
- * Turn the send WQE in u->scratch into the work request metaroce_post_send
+ * Turn the send WQE in u->sq_scratch into the work request metaroce_post_send
  * takes, checking everything; returns the completion status of a bad one.
  */
 enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_atomic_wr *aw,
@@ -214,7 +214,7 @@ enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_atomic_wr
 				     struct ib_send_wr **out)
 {
 	struct metaroce_uqp *u = qp->uqp;
-	struct metaroce_user_sqe *e = u->scratch;
+	struct metaroce_user_sqe *e = u->sq_scratch;
 	struct metaroce_user_sge *s = (void *)(e + 1);
 	struct ib_send_wr *wr;
 	u64 total = 0;
@@ -337,7 +337,7 @@ again:
 			WRITE_ONCE(h->flags, METAROCE_RING_F_DRAINING);
 			return true;
 		}
-		memcpy(u->scratch, metaroce_uring_slot(&u->sq, u->sq.cons), u->sq.esize);
+		memcpy(u->sq_scratch, metaroce_uring_slot(&u->sq, u->sq.cons), u->sq.esize);
 		WRITE_ONCE(h->cons, ++u->sq.cons);
 		memset(&aw, 0, sizeof(aw));
 		memset(&rw, 0, sizeof(rw));
@@ -345,10 +345,10 @@ again:
 		if (st == IB_WC_SUCCESS && metaroce_post_send_locked(qp, wr, &bad))
 			st = IB_WC_LOC_QP_OP_ERR;
 		if (st != IB_WC_SUCCESS) {
-			metaroce_trace_sqe_error(qp, u->scratch, st);
+			metaroce_trace_sqe_error(qp, u->sq_scratch, st);
 			/* IB's rule for a local error: the WQE fails, the QP goes to Error. */
 			metaroce_ring_error(qp, qp->ibqp.send_cq,
-					    ((struct metaroce_user_sqe *)u->scratch)->wr_id,
+					    ((struct metaroce_user_sqe *)u->sq_scratch)->wr_id,
 					    IB_WC_SEND, st);
 			metaroce_qp_to_error(qp);
 		}

@@ -403,7 +403,7 @@ void metaroce_ud_usq_drain(struct metaroce_qp *qp)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	struct metaroce_uqp *u = qp->uqp;
-	struct metaroce_user_sqe *e = u->scratch;
+	struct metaroce_user_sqe *e = u->sq_scratch;
 	struct metaroce_ud_dest dest;
 	struct ib_atomic_wr aw;
 	struct ib_rdma_wr rw;

@@ -279,9 +279,11 @@ int metaroce_uqp_create(struct metaroce_qp *qp, struct ib_udata *udata)
 	if (err)
 		goto err;
 	err = -ENOMEM;
-	u->scratch = kmalloc(max(u->sq.esize, u->rq.esize), GFP_KERNEL);
+	u->sq_scratch = kmalloc(u->sq.esize, GFP_KERNEL);
+	if (!qp->srq)
+		u->rq_scratch = kmalloc(u->rq.esize, GFP_KERNEL);
 	u->sgl = kcalloc(max(qp->sq.max_sge, 1u), sizeof(*u->sgl), GFP_KERNEL);
-	if (!u->scratch || !u->sgl)
+	if (!u->sq_scratch || (!qp->srq && !u->rq_scratch) || !u->sgl)
 		goto err;
 	if (qp->max_inline) {
 		/* One inline buffer per send queue slot, held until the WQE completes. */
@@ -313,7 +315,8 @@ void metaroce_uqp_destroy(struct metaroce_qp *qp)
 	metaroce_uring_destroy(&u->rq);
 	kvfree(u->inline_buf);
 	kfree(u->sgl);
-	kfree(u->scratch);
+	kfree(u->rq_scratch);
+	kfree(u->sq_scratch);
 	mutex_destroy(&u->ud_lock);
 	kfree(u);
 	qp->uqp = NULL;
