@@ -33,6 +33,8 @@ static enum ib_wc_opcode metaroce_wc_opcode(enum ib_wr_opcode op)
 		return IB_WC_REG_MR;
 	case IB_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}

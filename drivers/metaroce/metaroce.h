@@ -107,8 +107,9 @@ struct metaroce_dev {
 
 	struct xarray qps;		/* qpn -> metaroce_qp, for receive lookup */
 	u32 next_qpn;
-	struct xarray mrs;		/* key index -> metaroce_mr */
+	struct xarray mrs;		/* key index -> metaroce_mr, or a tagged metaroce_mw */
 	u32 next_mr_index;
+	spinlock_t mw_lock;		/* binding windows against MR dereg and rereg */
 	atomic_t n_pd, n_cq, n_qp, n_mr, n_ah, n_srq;
 	struct metaroce_counters __percpu *counters;
 
@@ -320,7 +321,26 @@ struct metaroce_mr {
 	u32 max_pages;
 	u32 npages;
 	u64 *pages;		/* page addresses (kernel virtual: software DMA) */
+
+	u32 bound_mws;		/* memory windows bound to this MR (mdev->mw_lock) */
 };
+
+/*
+ * A memory window (mw.c): a remote key for part of a user MR, bound and
+ * invalidated by WQEs of the process's QPs.  Its key has the MR keys' index
+ * space (an entry of mdev->mrs tagged METAROCE_KEY_MW); the receive path
+ * reads it under RCU, so a bind publishes the range and access before valid.
+ */
+struct metaroce_mw {
+	struct ib_mw ibmw;
+	struct metaroce_mr *mr;	/* bound to, or NULL (mdev->mw_lock) */
+	u64 va, length;		/* the window: in the MR's iova space */
+	int access;		/* IB_ACCESS_REMOTE_* */
+	u32 qpn;		/* type 2: the QP it is bound to, the only one it serves */
+	bool valid;
+};
+
+#define METAROCE_KEY_MW		1	/* xa_tag_pointer() tag of a window in mdev->mrs */
 
 /* One more object against a device limit; -ENOMEM when it is reached. */
 static inline int metaroce_count_get(atomic_t *count, int max)
@@ -349,10 +369,10 @@ struct metaroce_ucontext {
 
 /*
  * The glue's files, each under a line that says what it does.  They call each
- * other downwards only, in this order from the bottom: params, stats, mr, net,
- * uring, uverbs, cq, rq, complete, sq, ud, place, tx, peer, qp, rx, verbs,
- * device, main (connection.h: the connection object tx, rx, place, complete,
- * sq, peer and qp share).
+ * other downwards only, in this order from the bottom: params, stats, mr, mw,
+ * net, uring, uverbs, cq, rq, complete, sq, ud, place, tx, peer, qp, rx,
+ * verbs, device, main (connection.h: the connection object tx, rx, place,
+ * complete, sq, peer and qp share).
  */
 
 /* params.c: the module's parameters */
@@ -374,6 +394,17 @@ bool metaroce_user_sge_in_pd(struct ib_pd *pd, const struct metaroce_user_sge *s
 u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int access,
 		       struct metaroce_mr **mrp);
 bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey);
+struct metaroce_mr *metaroce_rkey_mr(struct metaroce_dev *mdev, u32 rkey, u64 va, u64 len);
+struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key);
+void metaroce_mw_release_locked(struct metaroce_mw *mw);
+void metaroce_mw_unbind(struct metaroce_dev *mdev, struct metaroce_mw *mw);
+
+/* mw.c: memory windows, allocated by the process, bound and invalidated by its WQEs */
+int metaroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int metaroce_dealloc_mw(struct ib_mw *ibmw);
+enum ib_wc_status metaroce_bind_mw(struct metaroce_qp *qp, u32 mw_key, u32 new_key,
+				   u32 mr_lkey, u64 va, u64 length, u32 access);
+enum ib_wc_status metaroce_local_inv_mw(struct metaroce_qp *qp, u32 rkey);
 /* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
 void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
 /* Copy between an MR at va and buf (NULL: only check); false if not all inside the MR. */

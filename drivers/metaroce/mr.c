@@ -3,7 +3,8 @@
  * Memory regions: the one place that resolves a key (lkey or rkey) to an MR
  * and checks it (PD, access rights, bounds) before the kernel reads or writes
  * through it; copies between SGE lists and MRs; DMA, user-registered and fast
- * registered MRs (REG_MR, LOCAL_INV).
+ * registered MRs (REG_MR, LOCAL_INV); and the memory windows' side of it:
+ * an rkey may name a window (mw.c binds them), which resolves to its MR.
  */
 
 #include <linux/highmem.h>
@@ -13,10 +14,11 @@
 #include "metaroce.h"
 #include "core/wire.h"
 
-/* The MR that a key (lkey or rkey) names exactly, in whatever state. */
+/* The MR that a key (lkey or rkey) names exactly, in whatever state; never a window. */
 static struct metaroce_mr *metaroce_mr_of_key(struct metaroce_dev *mdev, u32 key)
 {
-	struct metaroce_mr *mr = xa_load(&mdev->mrs, key >> 8);
+	void *entry = xa_load(&mdev->mrs, key >> 8);
+	struct metaroce_mr *mr = xa_pointer_tag(entry) ? NULL : entry;
 
 #ifdef METAROCE_MUTATION_ACCEPT_BAD_RKEY
 	/* Test-only mutation (make conformance-mutations): the key byte is not checked. */
@@ -36,6 +38,69 @@ struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 	if (mr && mr->frwr && !smp_load_acquire(&mr->valid))
 		return NULL;
 	return mr;
+}
+
+/* The memory window a key names exactly (its index and its current key byte). */
+struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key)
+{
+	void *entry = xa_load(&mdev->mrs, key >> 8);
+	struct metaroce_mw *mw;
+
+	if (xa_pointer_tag(entry) != METAROCE_KEY_MW)
+		return NULL;
+	mw = xa_untag_pointer(entry);
+	return READ_ONCE(mw->ibmw.rkey) == key ? mw : NULL;
+}
+
+/* Whether [va, va + len) lies inside [start, start + length), without overflow. */
+static bool metaroce_range_in(u64 va, u64 len, u64 start, u64 length)
+{
+	return va + len >= va && va >= start && len <= length && va - start <= length - len;
+}
+
+/*
+ * The MR behind a bound, valid window that covers [va, va + len); the
+ * window's own checks (PD, QP, access) are metaroce_rkey_check()'s.
+ */
+static struct metaroce_mr *metaroce_mw_mr(struct metaroce_mw *mw, u64 va, u64 len)
+{
+	/* Pairs with the bind's release: range, access and MR before valid. */
+	if (!smp_load_acquire(&mw->valid) ||
+	    !metaroce_range_in(va, len, READ_ONCE(mw->va), READ_ONCE(mw->length)))
+		return NULL;
+	return READ_ONCE(mw->mr);
+}
+
+/*
+ * The MR an rkey names for placing or reading [va, va + len) again, after
+ * metaroce_rkey_check() let the operation in: the key must still name that
+ * kind of memory (an MR, or a window still bound over the range).
+ */
+struct metaroce_mr *metaroce_rkey_mr(struct metaroce_dev *mdev, u32 rkey, u64 va, u64 len)
+{
+	struct metaroce_mr *mr = metaroce_key_mr(mdev, rkey);
+	struct metaroce_mw *mw;
+
+	if (mr)
+		return mr;
+	mw = metaroce_key_mw(mdev, rkey);
+	return mw ? metaroce_mw_mr(mw, va, len) : NULL;
+}
+
+/* A window lets go of its MR (mdev->mw_lock held); it names no memory after. */
+void metaroce_mw_release_locked(struct metaroce_mw *mw)
+{
+	WRITE_ONCE(mw->valid, false);
+	if (mw->mr)
+		mw->mr->bound_mws--;
+	WRITE_ONCE(mw->mr, NULL);
+}
+
+void metaroce_mw_unbind(struct metaroce_dev *mdev, struct metaroce_mw *mw)
+{
+	spin_lock_bh(&mdev->mw_lock);
+	metaroce_mw_release_locked(mw);
+	spin_unlock_bh(&mdev->mw_lock);
 }
 
 /*
@@ -109,15 +174,33 @@ bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsg
 	return len == 0;
 }
 
-/* Remote invalidation (SEND_WITH_INV): only a fast-registered MR of the QP's PD. */
+/*
+ * Remote invalidation (SEND_WITH_INV): a fast-registered MR of the QP's PD,
+ * or a valid type 2 window bound to this very QP (a type 1 window is never
+ * invalidated: only a bind or its deallocation ends it).
+ */
 bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey)
 {
 	struct metaroce_mr *mr = metaroce_key_mr(mdev, rkey);
+	struct metaroce_mw *mw;
+	bool ok = false;
 
-	if (!mr || !mr->frwr || mr->ibmr.pd != qp->ibqp.pd)
+	if (mr) {
+		if (!mr->frwr || mr->ibmr.pd != qp->ibqp.pd)
+			return false;
+		WRITE_ONCE(mr->valid, false);
+		return true;
+	}
+	mw = metaroce_key_mw(mdev, rkey);
+	if (!mw || mw->ibmw.type != IB_MW_TYPE_2 || mw->ibmw.pd != qp->ibqp.pd)
 		return false;
-	WRITE_ONCE(mr->valid, false);
-	return true;
+	spin_lock_bh(&mdev->mw_lock);
+	if (mw->valid && mw->qpn == qp->ibqp.qp_num && mw->ibmw.rkey == rkey) {
+		metaroce_mw_release_locked(mw);
+		ok = true;
+	}
+	spin_unlock_bh(&mdev->mw_lock);
+	return ok;
 }
 
 /*
@@ -129,6 +212,7 @@ bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 
 u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int access,
 		       struct metaroce_mr **mrp)
 {
+	struct metaroce_mw *mw;
 	struct metaroce_mr *mr;
 
 	*mrp = NULL;
@@ -137,6 +221,21 @@ u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int ac
 	if (!len)
 		return 0;
 	mr = metaroce_key_mr(to_mdev(qp->ibqp.device), rkey);
+	mw = mr ? NULL : metaroce_key_mw(to_mdev(qp->ibqp.device), rkey);
+	if (mw) {
+		/* A window: of the QP's PD, a type 2 one bound to this QP. */
+		if (mw->ibmw.pd != qp->ibqp.pd || !smp_load_acquire(&mw->valid) ||
+		    (mw->ibmw.type == IB_MW_TYPE_2 && READ_ONCE(mw->qpn) != qp->ibqp.qp_num))
+			return MR_NAK_BAD_RKEY;
+		if (!(READ_ONCE(mw->access) & access))
+			return MR_NAK_ACCESS;
+		mr = metaroce_mw_mr(mw, va, len);
+		if (!mr)
+			return MR_NAK_BOUNDS;
+		/* The bind checked the window against the MR; the copy checks again. */
+		*mrp = mr;
+		return 0;
+	}
 	if (!mr || mr->ibmr.pd != qp->ibqp.pd)
 		return MR_NAK_BAD_RKEY;
 	if (!(READ_ONCE(mr->access) & access))
@@ -188,8 +287,16 @@ struct ib_mr *metaroce_get_dma_mr(struct ib_pd *ibpd, int access)
 int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+	struct metaroce_dev *mdev = to_mdev(ibmr->device);
 
-	xa_erase(&to_mdev(ibmr->device)->mrs, ibmr->lkey >> 8);
+	/* Not while a window is bound to it (the window would name freed pages). */
+	spin_lock_bh(&mdev->mw_lock);
+	if (mr->bound_mws) {
+		spin_unlock_bh(&mdev->mw_lock);
+		return -EBUSY;
+	}
+	xa_erase(&mdev->mrs, ibmr->lkey >> 8);
+	spin_unlock_bh(&mdev->mw_lock);
 	/*
 	 * Readers find MRs under RCU (softirq, BH-off sections, the UD
 	 * doorbell's rcu_read_lock): only when they are done may the pages

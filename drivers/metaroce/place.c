@@ -126,7 +126,7 @@ void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 	case MR_OP_WRITE:
 		if (!pl->len)
 			break;	/* names no memory, [MR-SEC-1] */
-		mr = metaroce_key_mr(c->mdev, pl->rkey);
+		mr = metaroce_rkey_mr(c->mdev, pl->rkey, pl->va + pl->offset, pl->len);
 		ok = mr && metaroce_mr_copy(mr, pl->va + pl->offset, (void *)pl->data, pl->len,
 					    true);
 		break;

@@ -282,6 +282,50 @@ enum ib_wc_status metaroce_sqe_to_wr(struct metaroce_qp *qp, struct ib_atomic_wr
 	return IB_WC_SUCCESS;
 }
 
+/* The opcode of a user send WQE's error completion: Send but for the local ones. */
+static enum ib_wc_opcode metaroce_local_wc_opcode(u32 op)
+{
+	if (op == IB_WR_BIND_MW)
+		return IB_WC_BIND_MW;
+	return op == IB_WR_LOCAL_INV ? IB_WC_LOCAL_INV : IB_WC_SEND;
+}
+
+/*
+ * A user BIND_MW or LOCAL_INV WQE (in u->sq_scratch), done now and queued to
+ * complete in order behind the WQEs before it (room checked by the caller).
+ * BIND_MW: the window is the one imm_inv names, its new key is rkey, the one
+ * SGE is the range of the MR it is bound to, compare_add its IB_ACCESS_REMOTE_*
+ * bits.  LOCAL_INV: imm_inv is the type 2 window's key.
+ */
+static enum ib_wc_status metaroce_usqe_local(struct metaroce_qp *qp)
+{
+	struct metaroce_user_sqe *e = qp->uqp->sq_scratch;
+	struct metaroce_user_sge *s = (void *)(e + 1);
+	struct metaroce_send_wqe *wqe;
+	enum ib_wc_status st;
+
+	if (e->send_flags & ~(IB_SEND_SIGNALED | IB_SEND_FENCE))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (e->opcode == IB_WR_BIND_MW) {
+		if (e->num_sge != 1 || e->compare_add > U32_MAX)
+			return IB_WC_MW_BIND_ERR;
+		st = metaroce_bind_mw(qp, e->imm_inv, e->rkey, s->lkey, s->addr, s->length,
+				      e->compare_add);
+	} else {
+		st = metaroce_local_inv_mw(qp, e->imm_inv);
+	}
+	if (st != IB_WC_SUCCESS)
+		return st;
+	wqe = metaroce_sq_wqe(&qp->sq, qp->sq.tail);
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = e->wr_id;
+	wqe->opcode = e->opcode;
+	wqe->send_flags = e->send_flags;
+	wqe->local = true;
+	qp->sq.tail++;
+	return IB_WC_SUCCESS;
+}
+
 /* Whether WQEs of this QP are in flight, so that a completion will drain the ring again. */
 static bool metaroce_usq_busy(struct metaroce_qp *qp)
 {
@@ -309,6 +353,7 @@ bool metaroce_usq_drain(struct metaroce_qp *qp)
 	const struct ib_send_wr *bad;
 	struct ib_atomic_wr aw;
 	struct ib_rdma_wr rw;
+	struct metaroce_user_sqe *e;
 	struct ib_send_wr *wr;
 	enum ib_wc_status st;
 	u32 prod, budget;
@@ -339,17 +384,27 @@ again:
 		}
 		memcpy(u->sq_scratch, metaroce_uring_slot(&u->sq, u->sq.cons), u->sq.esize);
 		WRITE_ONCE(h->cons, ++u->sq.cons);
-		memset(&aw, 0, sizeof(aw));
-		memset(&rw, 0, sizeof(rw));
-		st = metaroce_sqe_to_wr(qp, &aw, &rw, u->sgl, &wr);
-		if (st == IB_WC_SUCCESS && metaroce_post_send_locked(qp, wr, &bad))
-			st = IB_WC_LOC_QP_OP_ERR;
+		e = u->sq_scratch;
+		if (e->opcode == IB_WR_BIND_MW || e->opcode == IB_WR_LOCAL_INV) {
+			if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+				metaroce_flush_one(qp, qp->ibqp.send_cq, e->wr_id,
+						   metaroce_local_wc_opcode(e->opcode));
+				continue;
+			}
+			st = READ_ONCE(qp->state) == IB_QPS_RTS ? metaroce_usqe_local(qp) :
+								  IB_WC_LOC_QP_OP_ERR;
+		} else {
+			memset(&aw, 0, sizeof(aw));
+			memset(&rw, 0, sizeof(rw));
+			st = metaroce_sqe_to_wr(qp, &aw, &rw, u->sgl, &wr);
+			if (st == IB_WC_SUCCESS && metaroce_post_send_locked(qp, wr, &bad))
+				st = IB_WC_LOC_QP_OP_ERR;
+		}
 		if (st != IB_WC_SUCCESS) {
-			metaroce_trace_sqe_error(qp, u->sq_scratch, st);
+			metaroce_trace_sqe_error(qp, e, st);
 			/* IB's rule for a local error: the WQE fails, the QP goes to Error. */
-			metaroce_ring_error(qp, qp->ibqp.send_cq,
-					    ((struct metaroce_user_sqe *)u->sq_scratch)->wr_id,
-					    IB_WC_SEND, st);
+			metaroce_ring_error(qp, qp->ibqp.send_cq, e->wr_id,
+					    metaroce_local_wc_opcode(e->opcode), st);
 			metaroce_qp_to_error(qp);
 		}
 	}

@@ -189,7 +189,9 @@ static bool metaroce_queue_data(struct metaroce_conn *c, struct sk_buff_head *q,
 	payload = buf + hlen;
 	if (pkt->bth.payload_len) {
 		if (pkt->bth.opcode == MR_OP_READ_RESP) {
-			struct metaroce_mr *mr = metaroce_key_mr(c->mdev, d->rkey);
+			struct metaroce_mr *mr = metaroce_rkey_mr(c->mdev, d->rkey,
+								  d->va + pkt->bth.offset,
+								  pkt->bth.payload_len);
 
 			ok = mr && metaroce_mr_copy(mr, d->va + pkt->bth.offset, payload,
 						    pkt->bth.payload_len, false);

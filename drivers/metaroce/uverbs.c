@@ -11,7 +11,7 @@
  */
 #define METAROCE_USER_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-				 IB_ACCESS_OPTIONAL)
+				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
 
 /*
  * No driver-specific request is defined yet.  A newer provider may send a
@@ -194,6 +194,9 @@ static struct ib_mr *metaroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 s
 
 	if (!mr->umem || flags & ~IB_MR_REREG_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
+	/* Windows bound to it keep it as it is (IB: rereg fails while MWs are bound). */
+	if (READ_ONCE(mr->bound_mws))
+		return ERR_PTR(-EBUSY);
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 	if (!(flags & IB_MR_REREG_PD))

@@ -74,6 +74,8 @@ const struct ib_device_ops metaroce_verbs_ops = {
 	.create_user_ah = metaroce_create_ah,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.alloc_mr = metaroce_alloc_mr,
+	.alloc_mw = metaroce_alloc_mw,
+	.dealloc_mw = metaroce_dealloc_mw,
 	.dereg_mr = metaroce_dereg_mr,
 	.map_mr_sg = metaroce_map_mr_sg,
 	.destroy_ah = metaroce_destroy_ah,
@@ -95,6 +97,7 @@ const struct ib_device_ops metaroce_verbs_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, metaroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, metaroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, metaroce_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, metaroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, metaroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, metaroce_srq, ibsrq),

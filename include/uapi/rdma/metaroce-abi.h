@@ -58,7 +58,13 @@ struct metaroce_user_sge {
 	__u32 lkey;
 };
 
-/* A send WQE; num_sge SGEs or inline_len bytes of inline data follow it. */
+/*
+ * A send WQE; num_sge SGEs or inline_len bytes of inline data follow it.
+ * IB_UVERBS_WR_BIND_MW (RC): imm_inv is the window's current rkey, rkey its
+ * new one (same index), one SGE the window (addr, length, lkey of its MR)
+ * and compare_add the window's IB_UVERBS_ACCESS_REMOTE_* flags.
+ * IB_UVERBS_WR_LOCAL_INV (RC): imm_inv is the type 2 window's rkey.
+ */
 struct metaroce_user_sqe {
 	__aligned_u64 wr_id;
 	__u32 opcode;		/* enum ib_uverbs_wr_opcode */

@@ -184,7 +184,8 @@ void metaroce_cq_ex_init(struct metaroce_cq *cq)
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |		\
 	 IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_READ |	\
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |				\
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |	\
+	 IBV_QP_EX_WITH_LOCAL_INV)
 #define METAROCE_QP_EX_UD_OPS	\
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
@@ -200,7 +201,7 @@ int metaroce_qp_ex_check(const struct ibv_qp_init_attr_ex *attr)
 		return EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return 0;
-	/* Memory windows, local invalidation, TSO, flush, atomic write: no. */
+	/* TSO, flush, atomic write: no. */
 	ops = attr->qp_type == IBV_QPT_UD ? METAROCE_QP_EX_UD_OPS :
 					     METAROCE_QP_EX_RC_OPS;
 	if (attr->send_ops_flags & ~ops)
@@ -331,6 +332,45 @@ static void wr_send_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
 
 	if (e)
 		e->imm_inv = invalidate_rkey;
+}
+
+/* A type 2 window bound under rkey (the layout of the ABI header's BIND_MW). */
+static void wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct metaroce_qp *qp = to_mqp_ex(ibqp);
+	struct metaroce_user_sqe *e = wr_new(ibqp, IBV_WR_BIND_MW);
+	struct metaroce_user_sge *s;
+
+	if (!e)
+		return;
+	if (!mw || info->mw_access_flags & ~(IBV_ACCESS_REMOTE_READ |
+					     IBV_ACCESS_REMOTE_WRITE |
+					     IBV_ACCESS_REMOTE_ATOMIC) ||
+	    (info->length && (!info->mr || info->mr->pd != mw->pd))) {
+		wr_fail(qp, EINVAL);
+		return;
+	}
+	s = (struct metaroce_user_sge *)(e + 1);
+	e->imm_inv = mw->rkey;
+	e->rkey = rkey;
+	e->num_sge = 1;
+	s[0].addr = info->addr;
+	s[0].length = info->length;
+	s[0].lkey = info->mr ? info->mr->lkey : 0;
+	e->compare_add = info->mw_access_flags;
+	/* No SGEs or inline data may follow: the next builder starts anew. */
+	qp->wr_cur = NULL;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
+{
+	struct metaroce_qp *qp = to_mqp_ex(ibqp);
+	struct metaroce_user_sqe *e = wr_new(ibqp, IBV_WR_LOCAL_INV);
+
+	if (e)
+		e->imm_inv = invalidate_rkey;
+	qp->wr_cur = NULL;
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
@@ -465,6 +505,10 @@ void metaroce_qp_ex_init(struct metaroce_qp *qp, uint64_t send_ops_flags)
 		x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	if (send_ops_flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	if (send_ops_flags & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = wr_bind_mw;
+	if (send_ops_flags & IBV_QP_EX_WITH_LOCAL_INV)
+		x->wr_local_inv = wr_local_inv;
 	x->wr_set_sge = wr_set_sge;
 	x->wr_set_sge_list = wr_set_sge_list;
 	x->wr_set_inline_data = wr_set_inline_data;

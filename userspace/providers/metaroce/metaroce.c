@@ -173,14 +173,47 @@ static void metaroce_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
+/* Memory windows: bound by WQEs (verbs.c), so only allocated here. */
+static struct ibv_mw *metaroce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int metaroce_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
 static const struct verbs_context_ops metaroce_ctx_ops = {
+	.alloc_mw = metaroce_alloc_mw,
 	.alloc_pd = metaroce_alloc_pd,
+	.bind_mw = metaroce_bind_mw,
 	.create_ah = metaroce_create_ah,
 	.create_cq = metaroce_create_cq,
 	.create_cq_ex = metaroce_create_cq_ex,
 	.create_qp = metaroce_create_qp,
 	.create_qp_ex = metaroce_create_qp_ex,
 	.create_srq = metaroce_create_srq,
+	.dealloc_mw = metaroce_dealloc_mw,
 	.dealloc_pd = metaroce_dealloc_pd,
 	.dereg_mr = metaroce_dereg_mr,
 	.destroy_ah = metaroce_destroy_ah,

@@ -171,6 +171,8 @@ int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		       struct ibv_send_wr **bad_wr);
 int metaroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+int metaroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		     struct ibv_mw_bind *mw_bind);
 struct ibv_srq *metaroce_create_srq(struct ibv_pd *pd,
 				    struct ibv_srq_init_attr *attr);
 int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,

@@ -386,6 +386,38 @@ int metaroce_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+/*
+ * BIND_MW (a type 2 window, or a type 1 one for metaroce_bind_mw) and
+ * LOCAL_INV of a type 2 window, on an RC QP: the WQE layout of the ABI header.
+ */
+static int sqe_fill_local(struct metaroce_qp *qp, struct metaroce_user_sqe *e,
+			  const struct ibv_send_wr *wr)
+{
+	struct metaroce_user_sge *s = (struct metaroce_user_sge *)(e + 1);
+	const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
+
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+		return EINVAL;
+	if (wr->opcode == IBV_WR_LOCAL_INV) {
+		e->imm_inv = wr->invalidate_rkey;
+		return 0;
+	}
+	/* Windows are addressed like their MR: no zero-based windows. */
+	if (!wr->bind_mw.mw || info->mw_access_flags &
+	    ~(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
+		return EINVAL;
+	if (info->length && (!info->mr || info->mr->pd != wr->bind_mw.mw->pd))
+		return EINVAL;
+	e->imm_inv = wr->bind_mw.mw->rkey;
+	e->rkey = wr->bind_mw.rkey;
+	e->num_sge = 1;
+	s[0].addr = info->addr;
+	s[0].length = info->length;
+	s[0].lkey = info->mr ? info->mr->lkey : 0;
+	e->compare_add = info->mw_access_flags;
+	return 0;
+}
+
 static int sqe_fill(struct metaroce_qp *qp, struct metaroce_user_sqe *e,
 		    const struct ibv_send_wr *wr)
 {
@@ -398,6 +430,8 @@ static int sqe_fill(struct metaroce_qp *qp, struct metaroce_user_sqe *e,
 	e->wr_id = wr->wr_id;
 	e->opcode = wr->opcode;
 	e->send_flags = wr->send_flags;
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
+		return sqe_fill_local(qp, e, wr);
 	if (wr->opcode == IBV_WR_SEND_WITH_INV)
 		e->imm_inv = wr->invalidate_rkey;
 	else
@@ -476,6 +510,32 @@ int metaroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad_wr = wr;
 	metaroce_sq_publish(qp, start);
 	pthread_spin_unlock(&qp->sq.lock);
+	return ret;
+}
+
+/* ---- memory windows ---- */
+
+/*
+ * ibv_bind_mw() of a type 1 window: a BIND_MW WQE under the window's next
+ * key, which mw->rkey says at once (if the bind then completes with an
+ * error, the window keeps its old key, as the IB specification has it).
+ */
+int metaroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = metaroce_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
 	return ret;
 }
 

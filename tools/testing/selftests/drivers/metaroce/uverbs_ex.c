@@ -150,8 +150,7 @@ static void refusals(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq_e
 		{ 0, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, "ignore overrun" },
 	};
 	static const struct { enum ibv_qp_type type; uint64_t ops; const char *what; } qps[] = {
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, "RC bind MW" },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_LOCAL_INV, "RC local invalidate" },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW, "UD bind MW" },
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_TSO, "RC TSO" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, "UD RDMA Write" },
 	};

@@ -8,7 +8,8 @@
 # with ibv_wr_*() (every RC operation, SGE lists, inline data and inline
 # lists, UD with ibv_wr_set_ud_addr), all or nothing per batch (wr_abort, a
 # batch past max_send_wr, too much inline), and EOPNOTSUPP for what the
-# device does not do (timestamps, flow tags, memory windows, TSO).  RC between
+# device does not do (timestamps, flow tags, UD memory windows, TSO;
+# uverbs_mw binds windows with ibv_wr_bind_mw).  RC between
 # two QPs of mr0 (loopback, [MR-CONN-13]) and between mr0 and mr1, both in one
 # namespace.  Then [MR-ENC-6] on the wire (lo, which carries it all): the
 # DSCP of a UD AH's traffic class and of an RC QP's (ib_write_bw --tclass),
