@@ -267,6 +267,7 @@ static inline struct metaroce_send_wqe *metaroce_sq_wqe(struct metaroce_sq *sq, 
 struct metaroce_qp {
 	struct ib_qp ibqp;
 	struct mutex state_lock;	/* modify_qp against itself */
+	u32 bound_mws;			/* type 2 windows bound to it (mdev->mw_lock) */
 	enum ib_qp_state state;
 	struct ib_qp_attr attr;		/* what modify_qp last accepted */
 	u32 max_send_wr;
@@ -336,7 +337,7 @@ struct metaroce_mw {
 	struct metaroce_mr *mr;	/* bound to, or NULL (mdev->mw_lock) */
 	u64 va, length;		/* the window: in the MR's iova space */
 	int access;		/* IB_ACCESS_REMOTE_* */
-	u32 qpn;		/* type 2: the QP it is bound to, the only one it serves */
+	struct metaroce_qp *qp;	/* type 2: bound to, the only QP it serves (compared, never used) */
 	bool valid;
 };
 
@@ -398,6 +399,7 @@ struct metaroce_mr *metaroce_rkey_mr(struct metaroce_dev *mdev, u32 rkey, u64 va
 struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key);
 void metaroce_mw_release_locked(struct metaroce_mw *mw);
 void metaroce_mw_unbind(struct metaroce_dev *mdev, struct metaroce_mw *mw);
+void metaroce_mw_release_qp(struct metaroce_dev *mdev, struct metaroce_qp *qp);
 
 /* mw.c: memory windows, allocated by the process, bound and invalidated by its WQEs */
 int metaroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);

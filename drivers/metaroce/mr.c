@@ -94,6 +94,27 @@ void metaroce_mw_release_locked(struct metaroce_mw *mw)
 	if (mw->mr)
 		mw->mr->bound_mws--;
 	WRITE_ONCE(mw->mr, NULL);
+	if (mw->qp)
+		mw->qp->bound_mws--;
+	WRITE_ONCE(mw->qp, NULL);
+}
+
+/* A QP goes: the type 2 windows bound to it end with it. */
+void metaroce_mw_release_qp(struct metaroce_dev *mdev, struct metaroce_qp *qp)
+{
+	unsigned long index;
+	void *entry;
+
+	spin_lock_bh(&mdev->mw_lock);
+	if (qp->bound_mws) {
+		xa_for_each(&mdev->mrs, index, entry) {
+			if (xa_pointer_tag(entry) != METAROCE_KEY_MW)
+				continue;
+			if (((struct metaroce_mw *)xa_untag_pointer(entry))->qp == qp)
+				metaroce_mw_release_locked(xa_untag_pointer(entry));
+		}
+	}
+	spin_unlock_bh(&mdev->mw_lock);
 }
 
 void metaroce_mw_unbind(struct metaroce_dev *mdev, struct metaroce_mw *mw)
@@ -195,7 +216,7 @@ bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 
 	if (!mw || mw->ibmw.type != IB_MW_TYPE_2 || mw->ibmw.pd != qp->ibqp.pd)
 		return false;
 	spin_lock_bh(&mdev->mw_lock);
-	if (mw->valid && mw->qpn == qp->ibqp.qp_num && mw->ibmw.rkey == rkey) {
+	if (mw->valid && mw->qp == qp && mw->ibmw.rkey == rkey) {
 		metaroce_mw_release_locked(mw);
 		ok = true;
 	}
@@ -225,7 +246,7 @@ u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int ac
 	if (mw) {
 		/* A window: of the QP's PD, a type 2 one bound to this QP. */
 		if (mw->ibmw.pd != qp->ibqp.pd || !smp_load_acquire(&mw->valid) ||
-		    (mw->ibmw.type == IB_MW_TYPE_2 && READ_ONCE(mw->qpn) != qp->ibqp.qp_num))
+		    (mw->ibmw.type == IB_MW_TYPE_2 && READ_ONCE(mw->qp) != qp))
 			return MR_NAK_BAD_RKEY;
 		if (!(READ_ONCE(mw->access) & access))
 			return MR_NAK_ACCESS;

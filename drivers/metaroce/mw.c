@@ -121,9 +121,12 @@ enum ib_wc_status metaroce_bind_mw(struct metaroce_qp *qp, u32 mw_key, u32 new_k
 		WRITE_ONCE(mw->va, va);
 		WRITE_ONCE(mw->length, length);
 		WRITE_ONCE(mw->access, access);
-		WRITE_ONCE(mw->qpn, qp->ibqp.qp_num);
 		WRITE_ONCE(mw->mr, mr);
 		mr->bound_mws++;
+		if (mw->ibmw.type == IB_MW_TYPE_2) {
+			WRITE_ONCE(mw->qp, qp);
+			qp->bound_mws++;
+		}
 		/* Pairs with the receive path's acquire: the window before valid. */
 		smp_store_release(&mw->valid, true);
 	}

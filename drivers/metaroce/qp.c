@@ -412,6 +412,7 @@ int metaroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (ibqp->qp_type == IB_QPT_UD || ibqp->qp_type == IB_QPT_GSI)
 		metaroce_ud_destroy(qp);
 	metaroce_qp_detach(qp);
+	metaroce_mw_release_qp(mdev, qp);
 	metaroce_uqp_destroy(qp);
 	kvfree(qp->sq.wqes);
 	kvfree(qp->rq.wqes);

@@ -14,7 +14,8 @@
  *  3. type 2 (IBV_WR_BIND_MW, and ibv_wr_bind_mw of an ibv_qp_ex): usable
  *     only through the QP that bound it; binding it again while valid fails
  *     (IBV_WC_MW_BIND_ERR); a Send with Invalidate ends it (the receive says
- *     so), and so does IBV_WR_LOCAL_INV;
+ *     so), and so do IBV_WR_LOCAL_INV, the destruction of its QP and its
+ *     deallocation;
  *  4. binds that must fail do: an MR without MW_BIND, a window past the MR;
  *  5. with the windows deallocated the MR deregisters.
  * Each refused remote access breaks its QPs, so each gets a fresh pair.
@@ -342,7 +343,18 @@ static void type2(void)
 	expect(bind2(p.t, mw, ibv_inc_rkey(key), t.mr, 0, 64, IBV_ACCESS_REMOTE_WRITE) ==
 	       IBV_WC_MW_BIND_ERR, "type 2: a bind while it is valid fails");
 	free_pair(&p);
+
+	/* The QP it was bound to is gone, and the window with it: it binds anew. */
+	p = new_pair(0);
+	key = ibv_inc_rkey(ibv_inc_rkey(key));
+	expect(bind2(p.t, mw, key, t.mr, WIN_OFF, WIN_LEN, IBV_ACCESS_REMOTE_WRITE) ==
+	       IBV_WC_SUCCESS, "type 2: its QP destroyed, the window binds again");
+	expect(rdma(p.i, IBV_WR_RDMA_WRITE, 0, 64, taddr(WIN_OFF), key) == IBV_WC_SUCCESS,
+	       "type 2: and serves the new QP");
 	expect(ibv_dealloc_mw(mw) == 0, "type 2: ibv_dealloc_mw of a bound window");
+	expect(rdma(p.i, IBV_WR_RDMA_WRITE, 0, 64, taddr(WIN_OFF), key) == IBV_WC_REM_ACCESS_ERR,
+	       "type 2: its key is refused after the deallocation");
+	free_pair(&p);
 }
 
 static void bad_binds(void)
