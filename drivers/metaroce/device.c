@@ -154,14 +154,14 @@ static int metaroce_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	 * current state is checked against it, port changes raise
 	 * IB_EVENT_PORT_ACTIVE and _ERR, the system image GUID is the node
 	 * GUID, a Send without a receive is answered with an RNR NAK, FRWR,
-	 * memory windows of type 1 and 2B (user QPs; mw.c).
-	 * Not: SRQ resize, checksum offloads, P_Key and Q_Key violation
-	 * counters (there is no PMA), XRC.
+	 * memory windows of type 1 and 2B (user QPs; mw.c), SRQ resize.
+	 * Not: checksum offloads, P_Key and Q_Key violation counters (there
+	 * is no PMA), XRC.
 	 */
 	attr->device_cap_flags = IB_DEVICE_CURR_QP_STATE_MOD | IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS | IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_SRQ_RESIZE;
 	attr->max_mw = METAROCE_MAX_MR;	/* windows and MRs share the key table */
 	attr->max_fast_reg_page_list_len = METAROCE_MAX_FRWR_PAGES;
 	attr->local_ca_ack_delay = 15;

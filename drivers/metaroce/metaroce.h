@@ -474,6 +474,10 @@ void metaroce_ud_usq_done(struct metaroce_qp *qp);
 int metaroce_usrq_create(struct metaroce_srq *srq, struct ib_udata *udata);
 void metaroce_usrq_destroy(struct metaroce_srq *srq);
 void metaroce_usrq_publish_done(struct metaroce_srq *srq);
+int metaroce_usrq_ring_new(struct metaroce_srq *srq, struct ib_udata *udata, u32 n,
+			   u32 max_wr, struct metaroce_uring **out);
+void metaroce_usrq_ring_free(struct metaroce_uring *r);
+bool metaroce_usrq_ring_move(struct metaroce_srq *srq, struct metaroce_uring *r, u32 max_wr);
 
 /* uverbs.c: what only processes use */
 extern const struct ib_device_ops metaroce_uverbs_ops;

@@ -202,13 +202,66 @@ int metaroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	return 0;
 }
 
+/*
+ * Resize an SRQ to max_wr: new slots for the WQEs the SRQ holds, copied at
+ * the same indices, and for a user SRQ a new ring (uring.c) with what the
+ * process posted that was not taken yet.  -EINVAL if the waiting WQEs would
+ * not fit; the SRQ is unchanged then.
+ */
+static int metaroce_srq_resize(struct metaroce_srq *srq, u32 max_wr, struct ib_udata *udata)
+{
+	struct metaroce_rq *s = &srq->rq;
+	struct metaroce_uring *r = NULL, *prev = srq->uring;
+	u32 slots = roundup_pow_of_two(max_wr), i;
+	void *wqes, *old;
+	int err;
+
+	if (!max_wr || max_wr > METAROCE_MAX_QP_WR)
+		return -EINVAL;
+	wqes = kvcalloc(slots, s->wqe_size, GFP_KERNEL);
+	if (!wqes)
+		return -ENOMEM;
+	if (srq->uring) {
+		err = metaroce_usrq_ring_new(srq, udata, slots, max_wr, &r);
+		if (err) {
+			kvfree(wqes);
+			return err;
+		}
+	}
+	spin_lock_bh(&s->lock);
+	if (s->tail - s->head > max_wr || (r && !metaroce_usrq_ring_move(srq, r, max_wr))) {
+		spin_unlock_bh(&s->lock);
+		if (r)
+			metaroce_usrq_ring_free(r);
+		kvfree(wqes);
+		return -EINVAL;
+	}
+	for (i = s->head; i != s->tail; i++)
+		memcpy(wqes + (size_t)(i & (slots - 1)) * s->wqe_size,
+		       metaroce_rq_wqe(s, i), s->wqe_size);
+	old = s->wqes;
+	s->wqes = wqes;
+	s->slots = slots;
+	s->max_wr = max_wr;
+	spin_unlock_bh(&s->lock);
+	kvfree(old);
+	/* Its memory stays with the process's mapping until it unmaps it. */
+	if (r)
+		metaroce_usrq_ring_free(prev);
+	return 0;
+}
+
 int metaroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 			enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct metaroce_srq *srq = to_msrq(ibsrq);
+	int err;
 
-	if (mask & IB_SRQ_MAX_WR)	/* no resizing */
-		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR) {
+		err = metaroce_srq_resize(srq, attr->max_wr, udata);
+		if (err)
+			return err;
+	}
 	if (mask & IB_SRQ_LIMIT) {
 		if (attr->srq_limit > srq->rq.max_wr)
 			return -EINVAL;

@@ -374,6 +374,75 @@ void metaroce_usrq_publish_done(struct metaroce_srq *srq)
 	WRITE_ONCE(srq->uring->hdr->done, srq->uring->cons - (srq->rq.tail - srq->rq.head));
 }
 
+/*
+ * The new ring of a user SRQ being resized to n slots: made, and described in
+ * the process's response at resp_addr, before the SRQ uses it.
+ */
+int metaroce_usrq_ring_new(struct metaroce_srq *srq, struct ib_udata *udata, u32 n,
+			   u32 max_wr, struct metaroce_uring **out)
+{
+	struct metaroce_modify_srq_resp resp = { .max_wr = max_wr };
+	struct metaroce_modify_srq_cmd cmd;
+	struct metaroce_uring *r;
+	int err;
+
+	if (udata->inlen < sizeof(cmd))
+		return -EINVAL;
+	err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+	if (err)
+		return err;
+	if (udata->inlen > sizeof(cmd) &&
+	    !ib_is_udata_cleared(udata, sizeof(cmd), udata->inlen - sizeof(cmd)))
+		return -EINVAL;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	err = metaroce_uring_create(udata, r, n, srq->uring->esize, &resp.rq);
+	if (err) {
+		kfree(r);
+		return err;
+	}
+	if (copy_to_user(u64_to_user_ptr(cmd.resp_addr), &resp, sizeof(resp))) {
+		metaroce_usrq_ring_free(r);
+		return -EFAULT;
+	}
+	*out = r;
+	return 0;
+}
+
+void metaroce_usrq_ring_free(struct metaroce_uring *r)
+{
+	metaroce_uring_destroy(r);
+	kfree(r);
+}
+
+/*
+ * Move what the process posted and the SRQ has not taken yet from the SRQ's
+ * ring into r, at the same indices (srq->rq.lock held); false, and nothing
+ * moved, if it does not fit in max_wr beside the held WQEs or the producer
+ * index is one no honest process writes.
+ */
+bool metaroce_usrq_ring_move(struct metaroce_srq *srq, struct metaroce_uring *r, u32 max_wr)
+{
+	struct metaroce_uring *old = srq->uring;
+	u32 prod, i;
+
+	/* Pairs with the process's release of prod: its WQEs before the index. */
+	prod = smp_load_acquire(&old->hdr->prod);
+	if (prod - old->cons > old->n ||
+	    (u64)(prod - old->cons) + (srq->rq.tail - srq->rq.head) > max_wr)
+		return false;
+	for (i = old->cons; i != prod; i++)
+		memcpy(metaroce_uring_slot(r, i), metaroce_uring_slot(old, i), r->esize);
+	r->cons = old->cons;
+	r->hdr->cons = old->cons;
+	r->hdr->done = READ_ONCE(old->hdr->done);
+	/* The process reads the new ring only after the command returns. */
+	r->hdr->prod = prod;
+	srq->uring = r;
+	return true;
+}
+
 /* ---- UD send rings ---- */
 
 /* One more of a UD QP's send WQEs completed: its slot is the process's again. */

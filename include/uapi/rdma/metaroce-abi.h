@@ -181,4 +181,24 @@ struct metaroce_create_srq_resp {
 	__u32 max_sge;
 };
 
+/*
+ * modify_srq with IB_SRQ_MAX_WR (resize) on a user SRQ.  The command has no
+ * response, so it carries the address of a struct metaroce_modify_srq_resp
+ * that the kernel fills with the SRQ's new ring.  The kernel moves the WQEs
+ * it has not taken yet (from cons to prod) into the new ring at the same
+ * free-running indices, with the same cons, prod and done; the process must
+ * not post to the SRQ while the command runs, then maps the new ring and
+ * unmaps the old one.  Resizing fails (EINVAL) if the WQEs waiting in the SRQ
+ * would not fit.
+ */
+struct metaroce_modify_srq_cmd {
+	__aligned_u64 resp_addr;
+};
+
+struct metaroce_modify_srq_resp {
+	struct metaroce_ring_info rq;
+	__u32 max_wr;
+	__u32 reserved;
+};
+
 #endif /* METAROCE_ABI_USER_H */

@@ -19,5 +19,7 @@ DECLARE_DRV_CMD(umetaroce_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, metaroce_create_ah_resp);
 DECLARE_DRV_CMD(umetaroce_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, metaroce_create_srq_resp);
+DECLARE_DRV_CMD(umetaroce_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		metaroce_modify_srq_cmd, empty);
 
 #endif /* __METAROCE_ABI_H__ */

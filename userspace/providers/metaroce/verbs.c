@@ -651,12 +651,42 @@ err_free:
 }
 
 /* Arming the limit is a command: the kernel checks it when QPs take WQEs. */
+/*
+ * Resizing (IBV_SRQ_MAX_WR): the kernel moves the WQEs it has not taken into
+ * a new ring at the same indices; under our lock (nobody posts meanwhile),
+ * map the new ring, keep our index, and let the old mapping go.
+ */
 int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 			int attr_mask)
 {
-	struct ibv_modify_srq cmd;
+	struct metaroce_modify_srq_resp resp = {};
+	struct umetaroce_modify_srq cmd = {};
+	struct metaroce_srq *srq = to_msrq(ibsrq);
+	struct metaroce_ring old = srq->rq.ring;
+	int ret;
 
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+					  sizeof(cmd.ibv_cmd));
+	cmd.resp_addr = (uintptr_t)&resp;
+	pthread_spin_lock(&srq->rq.lock);
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd, sizeof(cmd));
+	if (!ret) {
+		ret = ring_map(ibsrq->context, &srq->rq.ring, &resp.rq, old.esize);
+		if (ret || resp.max_wr > resp.rq.entries) {
+			/* The kernel takes from a ring we cannot post to. */
+			if (!ret)
+				ring_unmap(&srq->rq.ring);
+			srq->rq.ring = old;
+			ret = EIO;
+		} else {
+			srq->rq.ring.index = old.index;
+			srq->rq.max_wr = resp.max_wr;
+			ring_unmap(&old);
+		}
+	}
+	pthread_spin_unlock(&srq->rq.lock);
+	return ret;
 }
 
 int metaroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)

@@ -88,9 +88,9 @@ check_eq "max_qp_init_rd_atom" 16 "$(devinfo mr0 max_qp_init_rd_atom)"
 # CURR_QP_STATE_MOD 0x80 (uverbs_basic datapath), PORT_ACTIVE_EVENT 0x400 (below),
 # SYS_IMAGE_GUID 0x800, RC_RNR_NAK_GEN 0x1000 (uverbs_srq), MEM_MGT_EXTENSIONS
 # 0x200000 (FRWR: nvme_of, iser, srp, nfs_rdma), MEM_WINDOW 0x20000 and
-# MEM_WINDOW_TYPE_2B 0x1000000 (uverbs_mw).  Not SRQ_RESIZE, checksums, XRC,
-# bad P_Key/Q_Key counters (no PMA), N_NOTIFY_CQ.
-check_eq "device_cap_flags: exactly what the device does" "0x01221c80" \
+# MEM_WINDOW_TYPE_2B 0x1000000 (uverbs_mw), SRQ_RESIZE 0x2000 (uverbs_srq).
+# Not checksums, XRC, bad P_Key/Q_Key counters (no PMA), N_NOTIFY_CQ.
+check_eq "device_cap_flags: exactly what the device does" "0x01223c80" \
 	"$(devinfo mr0 device_cap_flags)"
 check_eq "sys_image_guid is the node GUID" "$(devinfo mr0 node_guid)" "$(devinfo mr0 sys_image_guid)"
 check_eq "max_mtu" "4096 (5)" "$(devinfo mr0 max_mtu)"

@@ -13,7 +13,11 @@
  * fewer than the limit: IBV_EVENT_SRQ_LIMIT_REACHED must come once, after
  * which query_srq says the limit is disarmed (0).  The SRQ is then refilled
  * and used again until it is empty; Sends that find it empty (RNR) complete
- * once receives are posted.  Exits 0 when it all holds.
+ * once receives are posted.  Last, resizing (IBV_SRQ_MAX_WR): WQEs still
+ * on the ring, and WQEs the kernel already took from it, survive growing
+ * the SRQ and every one of them receives its message; the new max_wr holds
+ * (ENOMEM beyond it); shrinking below the WQEs waiting fails with EINVAL and
+ * changes nothing.  Exits 0 when it all holds.
  */
 
 #include <errno.h>
@@ -138,6 +142,65 @@ static int check_receives(struct side *b, int n, uint32_t first, enum ibv_wc_sta
 	return errs;
 }
 
+/* n messages numbered from first, sent in rounds the send queues and CQs hold. */
+static void send_n(struct side *a, struct ibv_qp *q1, struct ibv_qp *q2, uint32_t first,
+		   uint32_t n)
+{
+	struct ibv_wc wc[DEPTH];
+	uint32_t i, k, batch;
+
+	for (i = 0; i < n; i += batch) {
+		batch = n - i < DEPTH ? n - i : DEPTH;
+		for (k = 0; k < batch; k++)
+			send_msg(a, k % 2 ? q2 : q1, first + i + k);
+		expect(poll_n(a->cq, wc, batch) == (int)batch, "a round of sends completes");
+		for (k = 0; k < batch; k++)
+			expect(wc[k].status == IBV_WC_SUCCESS, "a send succeeds");
+	}
+}
+
+static int srq_resize(struct ibv_srq *srq, uint32_t max_wr)
+{
+	struct ibv_srq_attr sa = { .max_wr = max_wr };
+
+	return ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR);
+}
+
+static void resize(struct side *a, struct side *b, struct ibv_srq *srq, struct ibv_qp *q1,
+		   struct ibv_qp *q2)
+{
+	struct ibv_srq_attr sa;
+	uint32_t i;
+
+	/* 12 WQEs on the ring, none taken yet: grow to 3 * DEPTH, fill it. */
+	for (i = 0; i < DEPTH - 4; i++)
+		expect(!post_srq(srq, b, 300 + i, b->mr->lkey), "post before growing");
+	expect(!srq_resize(srq, 3 * DEPTH), "resize the SRQ to 3 * DEPTH");
+	expect(!ibv_query_srq(srq, &sa) && sa.max_wr == 3 * DEPTH, "query_srq: the new max_wr");
+	for (i = DEPTH - 4; i < 3 * DEPTH; i++)
+		expect(!post_srq(srq, b, 300 + i, b->mr->lkey), "post into the grown SRQ");
+	expect(post_srq(srq, b, 400, b->mr->lkey) == ENOMEM, "post beyond the new max_wr: ENOMEM");
+	send_n(a, q1, q2, 300, 3 * DEPTH);
+	expect(check_receives(b, 3 * DEPTH, 300, IBV_WC_SUCCESS, 0) == 0,
+	       "3 * DEPTH messages land in the WQEs posted before and after growing");
+
+	/* 10 WQEs, 9 of them taken by the kernel when a message came: shrink. */
+	for (i = 0; i < 10; i++)
+		expect(!post_srq(srq, b, 500 + i, b->mr->lkey), "post before shrinking");
+	send_n(a, q1, q2, 500, 1);
+	expect(check_receives(b, 1, 500, IBV_WC_SUCCESS, 0) == 0, "one message arrives");
+	expect(srq_resize(srq, 8) == EINVAL, "shrinking below the 9 waiting WQEs: EINVAL");
+	expect(!ibv_query_srq(srq, &sa) && sa.max_wr == 3 * DEPTH, "and the SRQ is unchanged");
+	expect(!srq_resize(srq, DEPTH), "shrink to DEPTH with 9 waiting");
+	expect(!ibv_query_srq(srq, &sa) && sa.max_wr == DEPTH, "query_srq: DEPTH");
+	for (i = 10; i < DEPTH + 1; i++)
+		expect(!post_srq(srq, b, 500 + i, b->mr->lkey), "post up to the new max_wr");
+	expect(post_srq(srq, b, 600, b->mr->lkey) == ENOMEM, "one more: ENOMEM");
+	send_n(a, q1, q2, 501, DEPTH);
+	expect(check_receives(b, DEPTH, 501, IBV_WC_SUCCESS, 0) == 0,
+	       "the WQEs taken before the shrink, and after it, receive");
+}
+
 /* The limit event, within 30 s. */
 static int wait_limit_event(struct ibv_context *ctx, struct ibv_srq *srq)
 {
@@ -243,6 +306,8 @@ int main(int argc, char **argv)
 	/* The limit fired once: no second event is queued. */
 	pfd = (struct pollfd){ .fd = b.ctx->async_fd, .events = POLLIN };
 	expect(poll(&pfd, 1, 100) == 0, "no second limit event");
+
+	resize(&a, &b, srq, qa1, qa2);
 
 	expect(!ibv_destroy_qp(qb1) && !ibv_destroy_qp(qb2), "destroy the SRQ's QPs");
 	expect(!ibv_destroy_srq(srq), "destroy the SRQ");
