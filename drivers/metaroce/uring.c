@@ -3,19 +3,53 @@
 
 #include <linux/log2.h>
 #include <linux/overflow.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/vmalloc.h>
 
 #include "metaroce.h"
 
-/* One mapping handed to a process: the ring's memory lives as long as the entry. */
+/*
+ * One mapping handed to a process: the ring's memory lives as long as the
+ * entry, and is charged to the process that made it for as long.
+ */
 struct metaroce_mmap {
 	struct rdma_user_mmap_entry rdma;
 	void *buf;
+	struct mm_struct *mm;	/* charged: pages in its pinned_vm */
+	unsigned long pages;
 };
 
 static struct metaroce_mmap *to_mmap(struct rdma_user_mmap_entry *e)
 {
 	return container_of(e, struct metaroce_mmap, rdma);
+}
+
+/*
+ * A ring's pages are memory the process holds in the kernel, as pinned as an
+ * MR's: charged to its pinned_vm against RLIMIT_MEMLOCK as ib_umem_get()
+ * charges MRs (CAP_IPC_LOCK lifts the limit), so max_cq rings of max_cqe
+ * entries are not free for any local user.  -ENOMEM over the limit.
+ */
+static int metaroce_mmap_charge(struct metaroce_mmap *m, size_t size)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	struct mm_struct *mm = current->mm;
+
+	m->pages = size >> PAGE_SHIFT;
+	if (atomic64_add_return(m->pages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(m->pages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	m->mm = mm;
+	return 0;
+}
+
+static void metaroce_mmap_uncharge(struct metaroce_mmap *m)
+{
+	atomic64_sub(m->pages, &m->mm->pinned_vm);
+	mmdrop(m->mm);
 }
 
 int metaroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
@@ -41,6 +75,7 @@ void metaroce_mmap_free(struct rdma_user_mmap_entry *e)
 	struct metaroce_mmap *m = to_mmap(e);
 
 	vfree(m->buf);
+	metaroce_mmap_uncharge(m);
 	kfree(m);
 }
 
@@ -58,14 +93,21 @@ static int metaroce_uring_create(struct ib_udata *udata, struct metaroce_uring *
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
+	err = metaroce_mmap_charge(m, size);
+	if (err) {
+		kfree(m);
+		return err;
+	}
 	m->buf = vmalloc_user(size);
 	if (!m->buf) {
+		metaroce_mmap_uncharge(m);
 		kfree(m);
 		return -ENOMEM;
 	}
 	err = rdma_user_mmap_entry_insert(&uc->ibuc, &m->rdma, size);
 	if (err) {
 		vfree(m->buf);
+		metaroce_mmap_uncharge(m);
 		kfree(m);
 		return err;
 	}

@@ -13,6 +13,10 @@
  *                a modify naming another current state; an extended CQ with
  *                completion timestamps fails with EOPNOTSUPP (uverbs_ex.c
  *                tries the extended API itself)
+ *   bigcq        a CQ of 1,000,000 entries: its mmapped ring counts in VmPin
+ *                while it exists and not after; prints "bigcq grew=KB
+ *                left=KB", or "bigcq: ENOMEM" (exit 3) when RLIMIT_MEMLOCK
+ *                refuses it
  *   hold         keeps a PD and an MR open until the device goes away, then
  *                expects IBV_EVENT_DEVICE_FATAL; prints "holding pinned=KB"
  *                when ready and "released pinned=KB" after the event
@@ -294,6 +298,26 @@ static int check_hold(struct ibv_context *ctx, struct ibv_pd *pd)
 	return 0;
 }
 
+static int check_bigcq(struct ibv_context *ctx)
+{
+	long before = pinned_kb(), during, after;
+	struct ibv_cq *cq;
+
+	cq = ibv_create_cq(ctx, 1000000, NULL, NULL, 0);
+	if (!cq) {
+		if (errno != ENOMEM)
+			return fail("ibv_create_cq of 1,000,000 entries", errno);
+		printf("bigcq: ENOMEM\n");
+		return 3;
+	}
+	during = pinned_kb();
+	if (ibv_destroy_cq(cq))
+		return fail("ibv_destroy_cq", errno);
+	after = pinned_kb();
+	printf("bigcq grew=%ld left=%ld\n", during - before, after - before);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *ctx;
@@ -302,7 +326,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEVICE open|pd|mr|mr-readonly|mr-mwbind|datapath|hold\n",
+		fprintf(stderr, "usage: %s DEVICE open|pd|mr|mr-readonly|mr-mwbind|datapath|bigcq|hold\n",
 			argv[0]);
 		return 2;
 	}
@@ -327,11 +351,13 @@ int main(int argc, char **argv)
 		ret = check_datapath(ctx, pd);
 	else if (!strcmp(check, "hold"))
 		ret = check_hold(ctx, pd);
+	else if (!strcmp(check, "bigcq"))
+		ret = check_bigcq(ctx);
 	else
 		ret = fail(check, EINVAL);
 
 	if (pd)
 		ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	return ret ? 1 : 0;
+	return ret == 3 ? 3 : ret ? 1 : 0;
 }

@@ -147,6 +147,16 @@ check "allocate and free a PD" "$bin" mr0 pd
 check "register and deregister a user buffer" "$bin" mr0 mr
 check "writable MR over read-only memory is refused" "$bin" mr0 mr-readonly
 check "an MR with MW_BIND access registers" "$bin" mr0 mr-mwbind
+# Ring memory is charged like pinned MR pages (VmPin, RLIMIT_MEMLOCK): a CQ of
+# 1,000,000 entries (a 48 MiB ring) counts while it lives, and a process
+# without CAP_IPC_LOCK cannot make one under an 8 MiB limit.
+out=$("$bin" mr0 bigcq 2>&1)
+check "a 1,000,000-entry CQ's ring is in VmPin while it lives, not after ($out)" \
+	bash -c '[[ $1 =~ grew=([0-9]+)\ left=0$ ]] && [ "${BASH_REMATCH[1]}" -ge 49152 ]' _ "$out"
+limited=(prlimit --memlock=8388608:8388608 setpriv --bounding-set=-ipc_lock)
+out=$("${limited[@]}" "$bin" mr0 bigcq 2>&1)
+check_eq "it is refused without CAP_IPC_LOCK under an 8 MiB RLIMIT_MEMLOCK ($out)" 3 "$?"
+check "small rings still fit under that limit (datapath)" "${limited[@]}" "$bin" mr0 datapath
 check "CQ, SRQ, RC and UD QPs on mmapped rings; a wrong current state and a CQ_EX with timestamps refused" \
 	"$bin" mr0 datapath
 

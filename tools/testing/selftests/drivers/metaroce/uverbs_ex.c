@@ -29,7 +29,7 @@
 
 #define BUF	8192
 #define MAX_INLINE	64
-/* More than any device's max_cqe here (METAROCE_MAX_CQE is 65535). */
+/* More than max_cqe (METAROCE_MAX_CQE is 4194303). */
 #define METAROCE_MAX_CQE_TRY	(1 << 22)
 
 struct cqe {
