@@ -58,6 +58,12 @@ static bool metaroce_range_in(u64 va, u64 len, u64 start, u64 length)
 	return va + len >= va && va >= start && len <= length && va - start <= length - len;
 }
 
+/* Whether [va, va + len) lies inside a user or fast-registered MR. */
+bool metaroce_mr_covers(struct metaroce_mr *mr, u64 va, u64 len)
+{
+	return metaroce_range_in(va, len, mr->ibmr.iova, mr->ibmr.length);
+}
+
 /*
  * The MR behind a bound, valid window that covers [va, va + len); the
  * window's own checks (PD, QP, access) are metaroce_rkey_check()'s.

@@ -86,9 +86,18 @@ enum ib_wc_status metaroce_bind_mw(struct metaroce_qp *qp, u32 mw_key, u32 new_k
 	if (qp->ibqp.qp_type != IB_QPT_RC || access & ~METAROCE_MW_ACCESS ||
 	    (new_key >> 8) != (mw_key >> 8))
 		return st;
+	/*
+	 * Under the lock that dereg and rereg take too: the window is not
+	 * deallocated (dealloc erases it, then unbinds under this lock), the
+	 * MR neither goes nor changes its access while it is checked.
+	 */
+	spin_lock_bh(&mdev->mw_lock);
 	mw = metaroce_index_mw(mdev, mw_key);
 	if (!mw || mw->ibmw.pd != pd)
-		return st;
+		goto out;
+	/* A type 2 window is bound once, then invalidated before it is bound again. */
+	if (mw->ibmw.type == IB_MW_TYPE_2 && mw->valid)
+		goto out;
 	if (length || mw->ibmw.type == IB_MW_TYPE_2) {
 		mr = metaroce_key_mr(mdev, mr_lkey);
 		/*
@@ -96,25 +105,12 @@ enum ib_wc_status metaroce_bind_mw(struct metaroce_qp *qp, u32 mw_key, u32 new_k
 		 * remote write or atomic access needs the MR's local write (the
 		 * pages were pinned writable only then).
 		 */
-		if (!mr || !mr->umem || mr->ibmr.pd != pd ||
-		    !(READ_ONCE(mr->access) & IB_ACCESS_MW_BIND) ||
+		if (!mr || !mr->umem || mr->ibmr.pd != pd || !(mr->access & IB_ACCESS_MW_BIND) ||
 		    (access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) &&
-		     !(READ_ONCE(mr->access) & IB_ACCESS_LOCAL_WRITE)) ||
-		    va + length < va || va < mr->ibmr.iova || length > mr->ibmr.length ||
-		    va - mr->ibmr.iova > mr->ibmr.length - length)
-			return st;
+		     !(mr->access & IB_ACCESS_LOCAL_WRITE)) ||
+		    !metaroce_mr_covers(mr, va, length))
+			goto out;
 	}
-
-	spin_lock_bh(&mdev->mw_lock);
-	/* Not deallocated since the lookup (dealloc erases, then unbinds under this lock). */
-	if (metaroce_index_mw(mdev, mw_key) != mw)
-		goto out;
-	/* A type 2 window is bound once, then invalidated before it is bound again. */
-	if (mw->ibmw.type == IB_MW_TYPE_2 && mw->valid)
-		goto out;
-	/* The MR may have gone since the lookup; dereg takes this lock to erase it. */
-	if (mr && metaroce_key_mr(mdev, mr_lkey) != mr)
-		goto out;
 	metaroce_mw_release_locked(mw);
 	WRITE_ONCE(mw->ibmw.rkey, new_key);
 	if (mr) {

@@ -191,23 +191,33 @@ static struct ib_mr *metaroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 s
 					    struct ib_pd *pd, struct ib_udata *udata)
 {
 	struct metaroce_mr *mr = container_of(ibmr, struct metaroce_mr, ibmr);
+	struct metaroce_dev *mdev = to_mdev(ibmr->device);
 
 	if (!mr->umem || flags & ~IB_MR_REREG_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
-	/* Windows bound to it keep it as it is (IB: rereg fails while MWs are bound). */
-	if (READ_ONCE(mr->bound_mws))
-		return ERR_PTR(-EBUSY);
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 	if (!(flags & IB_MR_REREG_PD))
 		pd = ibmr->pd;
 	if (access & ~METAROCE_USER_MR_ACCESS)
 		return ERR_PTR(-EOPNOTSUPP);
+	/*
+	 * Windows bound to it keep it as it is (IB: rereg fails while MWs are
+	 * bound); the lock orders this against a bind's check of the access.
+	 */
+	spin_lock_bh(&mdev->mw_lock);
+	if (mr->bound_mws) {
+		spin_unlock_bh(&mdev->mw_lock);
+		return ERR_PTR(-EBUSY);
+	}
+	if (!(flags & IB_MR_REREG_TRANS) &&
+	    (!ib_access_writable(access) || mr->umem->writable)) {
+		WRITE_ONCE(mr->access, access);
+		spin_unlock_bh(&mdev->mw_lock);
+		return NULL;
+	}
+	spin_unlock_bh(&mdev->mw_lock);
 	if (!(flags & IB_MR_REREG_TRANS)) {
-		if (!ib_access_writable(access) || mr->umem->writable) {
-			WRITE_ONCE(mr->access, access);
-			return NULL;
-		}
 		start = mr->umem->address;
 		length = mr->umem->length;
 		iova = ibmr->iova;
