@@ -76,6 +76,8 @@ debug_cmdline=
 if [ "${VM_DEBUG:-0}" = 1 ]; then
 	debug_cmdline="slub_debug=FZPU kfence.sample_interval=10 init_on_free=1 page_poison=1"
 	debug_cmdline+=" softlockup_panic=1 hung_task_panic=1"
+	# A guest that panics dumps its whole log (the console shows only errors).
+	debug_cmdline+=" panic_print=0x20"
 fi
 initrd=$cache/vm/initramfs-$kver.cpio.gz
 "$here/mkinitramfs.sh" "$kver" "$initrd"

@@ -134,11 +134,12 @@ int metaroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct umetaroce_resize_cq_resp resp = {};
 	struct metaroce_cq *cq = to_mcq(ibcq);
-	struct metaroce_ring old = cq->ring;
 	struct ibv_resize_cq cmd;
+	struct metaroce_ring old;
 	int ret;
 
 	pthread_spin_lock(&cq->lock);
+	old = cq->ring;	/* its consumer index as of now: nobody polls meanwhile */
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
 	if (!ret) {
@@ -650,8 +651,8 @@ err_free:
 	return NULL;
 }
 
-/* Arming the limit is a command: the kernel checks it when QPs take WQEs. */
 /*
+ * Arming the limit is a command: the kernel checks it when QPs take WQEs.
  * Resizing (IBV_SRQ_MAX_WR): the kernel moves the WQEs it has not taken into
  * a new ring at the same indices; under our lock (nobody posts meanwhile),
  * map the new ring, keep our index, and let the old mapping go.
@@ -662,7 +663,7 @@ int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	struct metaroce_modify_srq_resp resp = {};
 	struct umetaroce_modify_srq cmd = {};
 	struct metaroce_srq *srq = to_msrq(ibsrq);
-	struct metaroce_ring old = srq->rq.ring;
+	struct metaroce_ring old;
 	int ret;
 
 	if (!(attr_mask & IBV_SRQ_MAX_WR))
@@ -670,6 +671,7 @@ int metaroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 					  sizeof(cmd.ibv_cmd));
 	cmd.resp_addr = (uintptr_t)&resp;
 	pthread_spin_lock(&srq->rq.lock);
+	old = srq->rq.ring;
 	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd, sizeof(cmd));
 	if (!ret) {
 		ret = ring_map(ibsrq->context, &srq->rq.ring, &resp.rq, old.esize);

@@ -42,7 +42,18 @@ lio_up() { # ADDR MIB
 	EOF
 }
 
+# Whether the target's IQN has no session left: the count drops when LIO's
+# session close is all but done (iscsit_close_session), after the logout.
+lio_idle() {
+	[ "$(cat "/sys/kernel/config/target/iscsi/$IQN/fabric_statistics/iscsi_instance/sessions")" = 0 ]
+}
+
 lio_down() {
+	# Not while a session still closes: LIO would finish closing it on the
+	# TPG that this frees (a use-after-free in iscsit_close_session(), seen
+	# as a soft lockup on a poisoned session_lock; 6.12).
+	wait_for 30 lio_idle || return 1
+	sleep 1
 	# The fabric's configfs directory holds iscsi_target_mod until it goes.
 	/usr/bin/python3 -c 'from rtslib_fb import RTSRoot; RTSRoot().clear_existing(confirm=True)' &&
 		rmdir /sys/kernel/config/target/iscsi &&
