@@ -40,16 +40,24 @@ struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 	return mr;
 }
 
+/*
+ * The memory window at a key's index, whatever its key byte: a process binds
+ * a type 2 window under keys of its choosing, and libibverbs keeps the key of
+ * its allocation in struct ibv_mw (mw.c checks the PD).
+ */
+struct metaroce_mw *metaroce_index_mw(struct metaroce_dev *mdev, u32 key)
+{
+	void *entry = xa_load(&mdev->mrs, key >> 8);
+
+	return xa_pointer_tag(entry) == METAROCE_KEY_MW ? xa_untag_pointer(entry) : NULL;
+}
+
 /* The memory window a key names exactly (its index and its current key byte). */
 struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key)
 {
-	void *entry = xa_load(&mdev->mrs, key >> 8);
-	struct metaroce_mw *mw;
+	struct metaroce_mw *mw = metaroce_index_mw(mdev, key);
 
-	if (xa_pointer_tag(entry) != METAROCE_KEY_MW)
-		return NULL;
-	mw = xa_untag_pointer(entry);
-	return READ_ONCE(mw->ibmw.rkey) == key ? mw : NULL;
+	return mw && READ_ONCE(mw->ibmw.rkey) == key ? mw : NULL;
 }
 
 /* Whether [va, va + len) lies inside [start, start + length), without overflow. */
@@ -108,16 +116,16 @@ void metaroce_mw_release_locked(struct metaroce_mw *mw)
 /* A QP goes: the type 2 windows bound to it end with it. */
 void metaroce_mw_release_qp(struct metaroce_dev *mdev, struct metaroce_qp *qp)
 {
+	struct metaroce_mw *mw;
 	unsigned long index;
 	void *entry;
 
 	spin_lock_bh(&mdev->mw_lock);
 	if (qp->bound_mws) {
 		xa_for_each(&mdev->mrs, index, entry) {
-			if (xa_pointer_tag(entry) != METAROCE_KEY_MW)
-				continue;
-			if (((struct metaroce_mw *)xa_untag_pointer(entry))->qp == qp)
-				metaroce_mw_release_locked(xa_untag_pointer(entry));
+			mw = xa_pointer_tag(entry) == METAROCE_KEY_MW ? xa_untag_pointer(entry) : NULL;
+			if (mw && mw->qp == qp)
+				metaroce_mw_release_locked(mw);
 		}
 	}
 	spin_unlock_bh(&mdev->mw_lock);

@@ -55,18 +55,6 @@ int metaroce_dealloc_mw(struct ib_mw *ibmw)
 }
 
 /*
- * The window at a key's index, whatever its key byte: a process binds a
- * type 2 window under keys of its choosing, and libibverbs keeps the key of
- * its allocation in struct ibv_mw.  The PD check makes it the process's own.
- */
-static struct metaroce_mw *metaroce_index_mw(struct metaroce_dev *mdev, u32 key)
-{
-	void *entry = xa_load(&mdev->mrs, key >> 8);
-
-	return xa_pointer_tag(entry) == METAROCE_KEY_MW ? xa_untag_pointer(entry) : NULL;
-}
-
-/*
  * Bind the window at mw_key's index to [va, va + length) of the MR that
  * mr_lkey names, with access (IB_ACCESS_REMOTE_*), under new_key (same
  * index, the consumer's key byte).  A zero length unbinds a type 1 window.
