@@ -140,6 +140,29 @@ udp_port_closed() { ! udp_port_open "$@"; }
 
 # ---- topologies (addresses in 198.18.0.0/15 only) ----
 
+# two_local_devices: mr0 on dummy d0 ($A, 198.18.1.1) and mr1 on dummy d1 ($B,
+# 198.18.2.1) in this namespace, ports ACTIVE, their GID indices in g0 and g1.
+# What one sends to the other (or to itself) comes in over loopback.
+two_local_devices() {
+	local i
+	A=198.18.1.1
+	B=198.18.2.1
+	for i in 0 1; do
+		ip link add "d$i" type dummy
+		ip link set "d$i" up
+	done
+	ip addr add "$A/24" dev d0
+	ip addr add "$B/24" dev d1
+	check "mr0 on d0" rdma link add mr0 type metaroce netdev d0
+	check "mr1 on d1" rdma link add mr1 type metaroce netdev d1
+	check "mr0 port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
+	check "mr1 port ACTIVE" wait_for 5 port_is mr1 "4: ACTIVE"
+	check "mr0 has the GID of $A" wait_for 10 addr_gid_index mr0 "$A"
+	check "mr1 has the GID of $B" wait_for 10 addr_gid_index mr1 "$B"
+	g0=$(addr_gid_index mr0 "$A")
+	g1=$(addr_gid_index mr1 "$B")
+}
+
 # Two hosts in namespaces h1 and h2 joined by one veth pair: h1/v1 198.18.1.1,
 # h2/v2 198.18.1.2.
 topo_veth_pair() {

@@ -15,22 +15,9 @@
 here=$(cd "$(dirname "$0")" && pwd)
 use_provider
 
-A=198.18.1.1
-B=198.18.2.1
 check "modprobe metaroce" modprobe metaroce
 check "modprobe ib_uverbs" modprobe ib_uverbs
-for i in 0 1; do
-	ip link add "d$i" type dummy
-	ip link set "d$i" up
-done
-ip addr add "$A/24" dev d0
-ip addr add "$B/24" dev d1
-check "mr0 on d0" rdma link add mr0 type metaroce netdev d0
-check "mr1 on d1" rdma link add mr1 type metaroce netdev d1
-check "mr0 has the GID of $A" wait_for 10 addr_gid_index mr0 "$A"
-check "mr1 has the GID of $B" wait_for 10 addr_gid_index mr1 "$B"
-g0=$(addr_gid_index mr0 "$A")
-g1=$(addr_gid_index mr1 "$B")
+two_local_devices
 
 bin=/tmp/uverbs_mw
 check "build the test program" gcc -O2 -Wall -Wextra -Werror -o "$bin" \
