@@ -123,8 +123,10 @@ void metaroce_mw_release_qp(struct metaroce_dev *mdev, struct metaroce_qp *qp)
 	spin_lock_bh(&mdev->mw_lock);
 	if (qp->bound_mws) {
 		xa_for_each(&mdev->mrs, index, entry) {
-			mw = xa_pointer_tag(entry) == METAROCE_KEY_MW ? xa_untag_pointer(entry) : NULL;
-			if (mw && mw->qp == qp)
+			if (xa_pointer_tag(entry) != METAROCE_KEY_MW)
+				continue;
+			mw = xa_untag_pointer(entry);
+			if (mw->qp == qp)
 				metaroce_mw_release_locked(mw);
 		}
 	}
