@@ -20,7 +20,13 @@
 # (default 65536 and 16; 64 and 1 profile the latency run: then p50/p99 are printed),
 # TRACE (1: every MetaRoCE packet each side sent and took in, from the metaroce_tx and
 # metaroce_rx tracepoints, printed after the run as
-#   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N len=N sport=N").
+#   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N len=N sport=N"),
+# BPF (1: the time spent in each of the transport's main functions, measured at their
+# entry and return with bpftrace's kfunc probes, inclusive and exclusive of the other
+# measured functions that run inside them, softirqs included; printed as
+#   "# <transport> <role> | bpf <function> calls N incl_ms X excl_ms Y per_call_us Z",
+# and the run's wall time as "bpf wall_ms"; the clock is the guest's, whose bias under
+# TCG is the same for every function, so compare the functions' shares).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -32,6 +38,7 @@ netem=${5:-}
 size=${6:-65536}
 depth=${7:-16}
 pkt_trace=${8:-0}
+use_bpf=${9:-0}
 # On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
 nd=eth0 addr=${MR_ADDR%/*}
 if [ "${MR_LINKS:-0}" != 0 ]; then
@@ -42,6 +49,42 @@ if [ "${MR_LINKS:-0}" != 0 ]; then
 fi
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
 say() { echo "PROFILE $*"; }
+
+# The functions BPF=1 times, per transport: the receive and transmit entries, what
+# they spend in the engine (parse, receive, ACKs, next packet), the copies, the
+# hand-over to the IP stack, completions, and all of NET_RX (the routers' forwarding
+# and the virtio NICs included) for what runs outside the transport.
+declare -A bpf_funcs=(
+	[metaroce]="metaroce:metaroce_udp_encap_recv metaroce:metaroce_conn_tx_work
+		metaroce:metaroce_net_xmit metaroce:metaroce_place metaroce:metaroce_sge_xfer
+		metaroce:metaroce_mr_xfer metaroce:mr_pkt_parse metaroce:mr_conn_receive
+		metaroce:mr_conn_on_ack metaroce:mr_conn_next_packet metaroce:mr_conn_next_ack
+		metaroce:mr_conn_on_timer metaroce:metaroce_complete metaroce:metaroce_sq_push
+		metaroce:metaroce_post_send vmlinux:net_rx_action vmlinux:ip_forward"
+	[rxe]="rdma_rxe:rxe_udp_encap_recv rdma_rxe:rxe_rcv rdma_rxe:rxe_requester rdma_rxe:rxe_receiver
+		rdma_rxe:rxe_completer rdma_rxe:rxe_xmit_packet rdma_rxe:rxe_post_send
+		vmlinux:net_rx_action vmlinux:ip_forward"
+)
+
+# A bpftrace program that sums, per function, its calls, its time from entry to
+# return, and that time less the time of measured functions inside it (a stack of
+# start times per CPU: a softirq that interrupts a measured function nests in it).
+bpf_program() { # module:function...
+	local mf f
+	for mf in "$@"; do
+		f=${mf#*:}
+		cat <<-P
+		kfunc:$mf { \$d = @depth[cpu]; @st[cpu, \$d] = nsecs; @ch[cpu, \$d] = 0; @depth[cpu] = \$d + 1; }
+		kretfunc:$mf /@depth[cpu] > 0/ { \$d = @depth[cpu] - 1; @depth[cpu] = \$d;
+			\$t = nsecs - @st[cpu, \$d]; @n["$f"] = count(); @incl["$f"] = sum(\$t);
+			@excl["$f"] = sum(\$t - @ch[cpu, \$d]);
+			if (\$d > 0) { @ch[cpu, \$d - 1] = @ch[cpu, \$d - 1] + \$t; } }
+		P
+	done
+	# BEGIN runs once every probe is attached.
+	echo 'BEGIN { printf("bpf-ready\n"); }'
+	echo 'END { clear(@st); clear(@ch); clear(@depth); }'
+}
 
 eth_packets() { # rx|tx
 	cat "/sys/class/net/$nd/statistics/$1_packets"
@@ -66,6 +109,20 @@ for t in $transports; do
 		perf record -q -e cpu-clock -F 2000 -a -g -o "/tmp/perf-$t.data" -- \
 			sleep "$((dur + 2))" >/dev/null 2>&1 &
 		perf_pid=$!
+	fi
+	bpf_pid=
+	if [ "$use_bpf" = 1 ]; then
+		# shellcheck disable=SC2086
+		bpf_program ${bpf_funcs[$t]} >"/tmp/bpf-$t.bt"
+		bpftrace "/tmp/bpf-$t.bt" >"/tmp/bpf-$t.out" 2>"/tmp/bpf-$t.err" &
+		bpf_pid=$!
+		# Compiling and attaching takes a while under TCG: the run starts after.
+		wait_for 180 grep -q '^bpf-ready' "/tmp/bpf-$t.out" || {
+			echo "# $t $MR_ROLE | bpf: bpftrace did not start: $(grep ERROR "/tmp/bpf-$t.err" | head -c 600)"
+			kill "$bpf_pid" 2>/dev/null
+			bpf_pid=
+		}
+		pair_barrier "bpf$step" || exit 1
 	fi
 	# The metaroce:metaroce_path tracepoint (each ACK's path state) through the run: the
 	# sender's windows, RTTs and RTOs as they were.  (A background sampler does not
@@ -96,6 +153,20 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	[ -z "$perf_pid" ] || wait "$perf_pid"
+	if [ -n "$bpf_pid" ]; then
+		kill -INT "$bpf_pid"
+		wait "$bpf_pid"
+		# "@n[f]: 5", "@incl[f]: 123" (ns), "@excl[f]: 100" (ns)
+		awk -v t="$t" -v r="$MR_ROLE" -v wall=$((u1 - u0)) '
+			/^@(n|incl|excl)\[[a-z_0-9]+\]: / { split($1, k, /[][]/); v[k[2]] = 1; m[k[1] k[2]] = $2 }
+			END {
+				printf "# %s %s | bpf wall_ms %d\n", t, r, wall
+				for (f in v)
+					printf "# %s %s | bpf %-26s calls %8d incl_ms %9.1f excl_ms %9.1f per_call_us %8.2f\n",
+						t, r, f, m["@n" f], m["@incl" f] / 1e6, m["@excl" f] / 1e6,
+						m["@n" f] ? m["@incl" f] / 1e3 / m["@n" f] : 0
+			}' "/tmp/bpf-$t.out" | sort -g -r -k12,12
+	fi
 	if [ -n "$trace" ] && [ "$pkt_trace" = 1 ]; then
 		echo 0 >$trace/events/metaroce/metaroce_tx/enable
 		echo 0 >$trace/events/metaroce/metaroce_rx/enable

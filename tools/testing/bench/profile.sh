@@ -3,7 +3,8 @@
 # make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]
 # [PROFILE_MODPARAMS="tx_gso=0"] [PROFILE_LINKS=8 [PROFILE_NETEM="loss 1%"]]
 # [PROFILE_SIZE=64 PROFILE_DEPTH=1] (the latency run: p50, p99 and max are printed)
-# [PROFILE_TRACE=1] (every MetaRoCE packet of both sides, "TRACE" lines in the output file):
+# [PROFILE_TRACE=1] (every MetaRoCE packet of both sides, "TRACE" lines in the output file)
+# [PROFILE_BPF=1] (time per function on both sides, from bpftrace's kfunc probes, "bpf" lines):
 # one bulk RDMA Write run per transport between two guests on one wire, or on the
 # bench's ECMP fabric of PROFILE_LINKS links with PROFILE_NETEM on each (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
 # MetaRoCE's counters and the ratios MetaRoCE / rxe.  host_cpu_ms_per_MB is the
@@ -14,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 
-"$top/scripts/setup.sh" bench vm
+"$top/scripts/setup.sh" bench vm profile
 make -s -C "$top" module-6.12
 kver=$("$top/scripts/kver.sh" version 6.12)
 make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/metaroce/ktraffic" \
@@ -33,6 +34,7 @@ rm -f "$logs/profile-a.log" "$logs/profile-b.log"
 	"$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
 	"${PROFILE_MODPARAMS:-}" "${PROFILE_NETEM:-}" "${PROFILE_SIZE:-65536}" "${PROFILE_DEPTH:-16}" "${PROFILE_TRACE:-0}" \
+	"${PROFILE_BPF:-0}" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)
