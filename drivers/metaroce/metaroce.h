@@ -411,14 +411,47 @@ enum ib_wc_status metaroce_bind_mw(struct metaroce_qp *qp, u32 mw_key, u32 new_k
 enum ib_wc_status metaroce_local_inv_mw(struct metaroce_qp *qp, u32 rkey);
 /* Kernel address of len bytes at va of an MR, if they lie in one page (or a DMA MR). */
 void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len);
-/* Copy between an MR at va and buf (NULL: only check); false if not all inside the MR. */
-bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr);
 /*
- * Copy between buf and a QP's SGE list at a byte offset; false if out of range
- * or key, or (to_sge) an MR without IB_ACCESS_LOCAL_WRITE.  buf NULL: only check.
+ * The other side of a copy to or from memory: a flat buffer at p, or (into
+ * memory only) a received skb's bytes from off (relative to skb->data), read
+ * where they lie, so that a packet's payload is copied once, [MR-SEC-1].
  */
-bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
-		       u32 off, void *buf, u32 len, bool to_sge);
+struct metaroce_buf {
+	u8 *p;
+	const struct sk_buff *skb;
+	u32 off;
+};
+
+/*
+ * Move len bytes between an MR at va and b (NULL: only check), stepping b past
+ * them; false if not all inside the MR (or an skb short of them).
+ */
+bool metaroce_mr_xfer(struct metaroce_mr *mr, u64 va, struct metaroce_buf *b, u32 len,
+		      bool to_mr);
+/*
+ * The same between b and a QP's SGE list at a byte offset; false if out of range
+ * or key, or (to_sge) an MR without IB_ACCESS_LOCAL_WRITE.
+ */
+bool metaroce_sge_xfer(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
+		       u32 off, struct metaroce_buf *b, u32 len, bool to_sge);
+
+/* The two for a flat buffer (NULL: only check). */
+static inline bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len,
+				    bool to_mr)
+{
+	struct metaroce_buf b = { .p = buf };
+
+	return metaroce_mr_xfer(mr, va, buf ? &b : NULL, len, to_mr);
+}
+
+static inline bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
+				     u32 off, void *buf, u32 len, bool to_sge)
+{
+	struct metaroce_buf b = { .p = buf };
+
+	return metaroce_sge_xfer(qp, sge, nsge, off, buf ? &b : NULL, len, to_sge);
+}
+
 /* Posted REG_MR and LOCAL_INV run at once; they complete in queue order (complete.c). */
 int metaroce_local_wr(struct metaroce_qp *qp, const struct ib_send_wr *wr);
 int metaroce_mr_publish(struct metaroce_dev *mdev, struct metaroce_mr *mr);
@@ -558,7 +591,8 @@ void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct
 /* place.c: the responder's checks, placement and atomics (the engine's ops) */
 struct mr_place;
 extern const struct mr_conn_ops metaroce_engine_ops;
-void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl);
+/* Data the engine accepted (pl->data points into skb, maybe past its head). */
+void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb);
 
 /* tx.c: a connection's transmit work and its timer */
 void metaroce_conn_tx_work(struct work_struct *work);

@@ -173,13 +173,32 @@ bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge, bool wri
  * of range or refused by a key (to_sge: the MRs must be locally writable).
  * With buf NULL nothing is copied: the range is only checked.
  */
-bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
-		       u32 off, void *buf, u32 len, bool to_sge)
+/*
+ * Move n bytes between memory at p and b, and step b past them.  A received
+ * skb's bytes are read where they lie (its head, its pages), into memory only.
+ */
+static bool metaroce_buf_move(struct metaroce_buf *b, void *p, u32 n, bool to_mem)
+{
+	if (b->skb) {
+		if (!to_mem || skb_copy_bits(b->skb, b->off, p, n))
+			return false;
+		b->off += n;
+		return true;
+	}
+	if (to_mem)
+		memcpy(p, b->p, n);
+	else
+		memcpy(b->p, p, n);
+	b->p += n;
+	return true;
+}
+
+bool metaroce_sge_xfer(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
+		       u32 off, struct metaroce_buf *b, u32 len, bool to_sge)
 {
 	struct metaroce_dev *mdev = to_mdev(qp->ibqp.device);
 	struct metaroce_mr *mr;
 	u32 i, n;
-	void *p;
 
 	for (i = 0; i < nsge && len; i++) {
 		if (off >= sge[i].length) {
@@ -188,11 +207,9 @@ bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsg
 		}
 		n = min(len, sge[i].length - off);
 		if (sge[i].lkey == mdev->ibdev.local_dma_lkey) {
-			p = (void *)(uintptr_t)(sge[i].addr + off);
-			if (buf && to_sge)
-				memcpy(p, buf, n);
-			else if (buf)
-				memcpy(buf, p, n);
+			if (b && !metaroce_buf_move(b, (void *)(uintptr_t)(sge[i].addr + off), n,
+						    to_sge))
+				return false;
 		} else {
 			/*
 			 * Looked up again at every copy: the key must still name
@@ -200,11 +217,9 @@ bool metaroce_sge_copy(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsg
 			 * and still grant the access (REG_MR may have changed it).
 			 */
 			mr = metaroce_lkey_mr(qp, sge[i].lkey, to_sge);
-			if (!mr || !metaroce_mr_copy(mr, sge[i].addr + off, buf, n, to_sge))
+			if (!mr || !metaroce_mr_xfer(mr, sge[i].addr + off, b, n, to_sge))
 				return false;
 		}
-		if (buf)
-			buf += n;
 		len -= n;
 		off = 0;
 	}
@@ -427,32 +442,22 @@ void *metaroce_mr_ptr(struct metaroce_mr *mr, u64 va, u32 len)
 	return IS_ALIGNED((uintptr_t)p, len == 8 ? 8 : 1) ? p : NULL;
 }
 
-bool metaroce_mr_copy(struct metaroce_mr *mr, u64 va, void *buf, u32 len, bool to_mr)
+bool metaroce_mr_xfer(struct metaroce_mr *mr, u64 va, struct metaroce_buf *b, u32 len,
+		      bool to_mr)
 {
 	u32 page, off, n;
-	void *p;
 
-	if (!mr->frwr && !mr->umem) {
-		p = (void *)(uintptr_t)va;
-		if (buf && to_mr)
-			memcpy(p, buf, len);
-		else if (buf)
-			memcpy(buf, p, len);
-		return true;
-	}
+	if (!mr->frwr && !mr->umem)
+		return !b || metaroce_buf_move(b, (void *)(uintptr_t)va, len, to_mr);
 	if (!metaroce_mr_locate(mr, va, len, &page, &off))
 		return false;
 	while (len) {
 		if (page >= mr->npages)
 			return false;
 		n = min_t(u32, len, mr->ibmr.page_size - off);
-		p = (void *)(uintptr_t)(mr->pages[page] + off);
-		if (buf && to_mr)
-			memcpy(p, buf, n);
-		else if (buf)
-			memcpy(buf, p, n);
-		if (buf)
-			buf += n;
+		if (b && !metaroce_buf_move(b, (void *)(uintptr_t)(mr->pages[page] + off), n,
+					    to_mr))
+			return false;
 		len -= n;
 		off = 0;
 		page++;

@@ -103,9 +103,14 @@ const struct mr_conn_ops metaroce_engine_ops = {
 	.execute = metaroce_execute,
 };
 
-/* Data the engine accepted: into a receive buffer, a Write target or a Read's buffer. */
-void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
+/*
+ * Data the engine accepted: into a receive buffer, a Write target or a Read's
+ * buffer, copied straight from where the packet's payload lies in skb (its
+ * head or its pages: the receive path does not make it linear first).
+ */
+void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb)
 {
+	struct metaroce_buf b = { .skb = skb, .off = pl->data ? pl->data - skb->data : 0 };
 	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
 	struct metaroce_send_wqe *swqe;
 	struct metaroce_recv_wqe *rwqe;
@@ -120,15 +125,14 @@ void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 	switch (pl->opcode) {
 	case MR_OP_SEND:
 		rwqe = metaroce_rq_wqe(&qp->rq, qp->rq_base + pl->rsn);
-		ok = metaroce_sge_copy(qp, rwqe->sge, rwqe->num_sge, pl->offset,
-				       (void *)pl->data, pl->len, true);
+		ok = metaroce_sge_xfer(qp, rwqe->sge, rwqe->num_sge, pl->offset, &b, pl->len,
+				       true);
 		break;
 	case MR_OP_WRITE:
 		if (!pl->len)
 			break;	/* names no memory, [MR-SEC-1] */
 		mr = metaroce_rkey_mr(c->mdev, pl->rkey, pl->va + pl->offset, pl->len);
-		ok = mr && metaroce_mr_copy(mr, pl->va + pl->offset, (void *)pl->data, pl->len,
-					    true);
+		ok = mr && metaroce_mr_xfer(mr, pl->va + pl->offset, &b, pl->len, true);
 		break;
 	case MR_OP_READ_RESP:
 		/* Only a WQE still in flight: a completed or flushed one is gone. */
@@ -138,8 +142,8 @@ void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl)
 			break;
 		}
 		swqe = metaroce_sq_wqe(&qp->sq, (u32)pl->cookie);
-		ok = metaroce_sge_copy(qp, swqe->sge, swqe->num_sge, pl->offset,
-				       (void *)pl->data, pl->len, true);
+		ok = metaroce_sge_xfer(qp, swqe->sge, swqe->num_sge, pl->offset, &b, pl->len,
+				       true);
 		if (!ok)
 			swqe->place_failed = true;	/* it completes with LOC_PROT_ERR */
 		break;

@@ -352,6 +352,19 @@ enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt)
 	return mr_check_message(pkt);
 }
 
+u32 mr_pkt_header_need(const u8 *buf, u32 have)
+{
+	u8 n_acks = 0;
+	u32 len;
+
+	if (!buf || have < MR_PEEK_LEN)
+		return MR_PEEK_LEN;
+	if (buf[1] == MR_OP_ACK)
+		n_acks = (u8)mr_min_u32(buf[MR_BTH_LEN + 14], MR_ACK_MAX_MSG_ACKS);
+	len = mr_pkt_header_len(buf[1], mr_get16(buf + 2), n_acks);
+	return mr_max_u32(len, MR_PEEK_LEN);
+}
+
 static void mr_build_ackh(u8 *p, const struct mr_ackh *ack)
 {
 	u32 i;

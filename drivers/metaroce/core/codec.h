@@ -38,6 +38,18 @@ u32 mr_pkt_msg_len(const struct mr_pkt *pkt);
 
 enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt);
 
+/* The bytes that say how long a packet's headers are: the BTH and an ACK's MSGACK count. */
+#define MR_PEEK_LEN		(MR_BTH_LEN + 16)
+
+/*
+ * How many leading bytes of a packet mr_pkt_parse() may read, from its first have
+ * bytes: MR_PEEK_LEN until have reaches it, then the length of the headers the BTH
+ * names (at least MR_PEEK_LEN, at most MR_MAX_HDR_LEN).  A receiver that holds a
+ * packet in pieces needs that many bytes in one piece to parse it; the payload may
+ * lie elsewhere (the parser only points at it).
+ */
+u32 mr_pkt_header_need(const u8 *buf, u32 have);
+
 /*
  * Encode pkt (and payload_len bytes at pkt->payload, if any, else zeros) into buf.
  * Returns the packet length, or 0 if the opcode is unknown or cap is too small. The
