@@ -169,11 +169,6 @@ bool metaroce_lkey_ok(struct metaroce_qp *qp, const struct ib_sge *sge, bool wri
 }
 
 /*
- * Copy between a flat buffer and an SGE list at a byte offset; false if out
- * of range or refused by a key (to_sge: the MRs must be locally writable).
- * With buf NULL nothing is copied: the range is only checked.
- */
-/*
  * Move n bytes between memory at p and b, and step b past them.  A received
  * skb's bytes are read where they lie (its head, its pages), into memory only.
  */
@@ -193,6 +188,11 @@ static bool metaroce_buf_move(struct metaroce_buf *b, void *p, u32 n, bool to_me
 	return true;
 }
 
+/*
+ * Move between b and an SGE list at a byte offset; false if out of range or
+ * refused by a key (to_sge: the MRs must be locally writable).  With b NULL
+ * nothing is moved: the range is only checked.
+ */
 bool metaroce_sge_xfer(struct metaroce_qp *qp, const struct ib_sge *sge, u32 nsge,
 		       u32 off, struct metaroce_buf *b, u32 len, bool to_sge)
 {
