@@ -189,28 +189,26 @@ static struct metaroce_dev *metaroce_dev_of_local_dst(struct sk_buff *skb)
 }
 
 /*
- * The opcodes whose payload only metaroce_place() reads, from the skb: their
- * packets need not be linear.  (Everything else is small or read whole.)
- */
-static bool metaroce_rx_in_place(u8 opcode)
-{
-	return opcode == MR_OP_WRITE || opcode == MR_OP_SEND || opcode == MR_OP_READ_RESP;
-}
-
-/*
  * The headers in the skb's head, and no more than them: a packet's first bytes
  * say how long its headers are (mr_pkt_header_need()).  The NIC's driver left
- * some bytes there already, often all of them.
+ * some bytes there already, often all of them.  A data packet's payload stays
+ * where it came (placement copies it out of the skb's pages); a packet whose
+ * payload the transport reads whole is made linear.  False: no memory.
  */
 static bool metaroce_rx_pull_headers(struct sk_buff *skb)
 {
 	u32 len = skb->len - sizeof(struct udphdr);
 	u32 have = min_t(u32, len, MR_PEEK_LEN);
 
-	if (!pskb_may_pull(skb, sizeof(struct udphdr) + have))
+	if (!pskb_may_pull(skb, sizeof(struct udphdr) + have) ||
+	    !pskb_may_pull(skb, sizeof(struct udphdr) +
+			   min(len, mr_pkt_header_need(skb->data + sizeof(struct udphdr), have))))
 		return false;
-	return pskb_may_pull(skb, sizeof(struct udphdr) +
-			     min(len, mr_pkt_header_need(skb->data + sizeof(struct udphdr), have)));
+	if (!skb_is_nonlinear(skb) ||
+	    mr_pkt_payload_placed(skb->data + sizeof(struct udphdr),
+				  skb_headlen(skb) - sizeof(struct udphdr)))
+		return true;
+	return !skb_linearize(skb);
 }
 
 /*
@@ -238,27 +236,13 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
 		goto put;
 	}
-	/*
-	 * The parser checks every length against what is really there, and
-	 * reads only the headers: those go in the skb's head.  A data packet's
-	 * payload stays where it came (placement copies it out of the skb's
-	 * pages); anything else the transport reads whole is made linear.
-	 */
+	/* The parser checks every length against what is really there. */
 	if (!metaroce_rx_pull_headers(skb)) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 		goto put;
 	}
 	res = mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
 			   &pkt);
-	if (res == MR_PARSE_OK && skb_is_nonlinear(skb) && !metaroce_rx_in_place(pkt.bth.opcode)) {
-		if (skb_linearize(skb)) {
-			metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
-			goto put;
-		}
-		/* Its pointers into the new head. */
-		res = mr_pkt_parse(skb->data + sizeof(struct udphdr),
-				   skb->len - sizeof(struct udphdr), &pkt);
-	}
 	if (res != MR_PARSE_OK) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), mr_parse_result_name(res));

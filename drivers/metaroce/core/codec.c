@@ -365,6 +365,13 @@ u32 mr_pkt_header_need(const u8 *buf, u32 have)
 	return mr_max_u32(len, MR_PEEK_LEN);
 }
 
+bool mr_pkt_payload_placed(const u8 *buf, u32 have)
+{
+	if (!buf || have < MR_PEEK_LEN)
+		return false;
+	return buf[1] == MR_OP_WRITE || buf[1] == MR_OP_SEND || buf[1] == MR_OP_READ_RESP;
+}
+
 static void mr_build_ackh(u8 *p, const struct mr_ackh *ack)
 {
 	u32 i;

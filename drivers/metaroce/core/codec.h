@@ -51,6 +51,14 @@ enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt);
 u32 mr_pkt_header_need(const u8 *buf, u32 have);
 
 /*
+ * Whether a packet's payload may stay where it arrived, from its first have bytes:
+ * a Write's, a Send's or a Read response's, which the engine never reads but hands
+ * to the caller's placement (struct mr_place).  False for every other opcode, whose
+ * payload the engine or the caller reads whole, and before MR_PEEK_LEN bytes.
+ */
+bool mr_pkt_payload_placed(const u8 *buf, u32 have);
+
+/*
  * Encode pkt (and payload_len bytes at pkt->payload, if any, else zeros) into buf.
  * Returns the packet length, or 0 if the opcode is unknown or cap is too small. The
  * encoder does no semantic validation so that tests can build malformed packets with it.

@@ -120,6 +120,23 @@ TEST_P(CodecCase, ParserReadsOnlyTheHeaderBytesItNeeds)
 	EXPECT_EQ(0, std::memcmp(&a, &x, sizeof(a))) << c.name;
 }
 
+// Only the payloads the engine hands to placement untouched (Write, Send, Read response)
+// may stay out of the receiver's contiguous bytes; never judged before MR_PEEK_LEN bytes.
+TEST_P(CodecCase, OnlyPlacedPayloadsMayStayWhereTheyArrived)
+{
+	const mr_codec_case &c = mr_codec_cases[GetParam()];
+	std::vector<u8> b = Bytes(c);
+	const u32 len = static_cast<u32>(b.size());
+	mr_pkt pkt;
+
+	EXPECT_FALSE(mr_pkt_payload_placed(b.data(), std::min<u32>(len, MR_PEEK_LEN - 1)));
+	if (mr_pkt_parse(b.data(), len, &pkt) != MR_PARSE_OK)
+		return;
+	const bool placed = pkt.bth.opcode == MR_OP_WRITE || pkt.bth.opcode == MR_OP_SEND ||
+			    pkt.bth.opcode == MR_OP_READ_RESP;
+	EXPECT_EQ(mr_pkt_payload_placed(b.data(), len), placed && len >= MR_PEEK_LEN) << c.name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Vectors, CodecCase, testing::Range<size_t>(0, MR_CODEC_NR_CASES),
 			 CaseName);
 INSTANTIATE_TEST_SUITE_P(Vectors, ValidCodecCase, testing::ValuesIn(ValidCaseIndices()),
