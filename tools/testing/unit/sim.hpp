@@ -39,6 +39,7 @@ struct FabricConfig {
 	uint32_t link_buffer_pkts = 0;
 	int blackhole_link = -1;	// data direction only, unless blackhole_acks
 	bool blackhole_acks = false;	// the black hole eats ACKs on the link too
+	uint64_t blackhole_from_ns = 0;	// when the black hole opens (a link cut mid-transfer)
 	uint64_t time_limit_ns = 2'000'000'000ULL;
 };
 
@@ -76,6 +77,7 @@ struct Result {
 	// once, again and again, and starves the CPU.  Must stay 0.
 	uint32_t spins = 0;
 	std::string spin_diag;	// the first one
+	uint64_t max_completion_gap_ns = 0;	// the longest time with no message completed
 
 	double goodput_gbps() const { return finish_ns ? bytes * 8.0 / finish_ns : 0; }
 };
@@ -238,6 +240,18 @@ private:
 					 ", next_send " + std::to_string(c->next_send_ns);
 	}
 
+	bool blackholed(uint32_t link, uint64_t now) const
+	{
+		return static_cast<int>(link) == fc_.blackhole_link && now >= fc_.blackhole_from_ns;
+	}
+
+	void completed(uint64_t bytes, uint64_t now)
+	{
+		res_.bytes += bytes;
+		res_.max_completion_gap_ns = std::max(res_.max_completion_gap_ns, now - last_done_ns_);
+		last_done_ns_ = now;
+	}
+
 	void error(const std::string &e)
 	{
 		if (res_.errors.size() < 20)
@@ -397,7 +411,7 @@ private:
 		bytes.resize(mr_pkt_build(&p, bytes.data(), MR_MAX_HDR_LEN));
 		if (p.bth.opcode == MR_OP_ACK) {
 			uint32_t link = ack_link_of(p.sport, fc_.links);
-			if (fc_.blackhole_acks && static_cast<int>(link) == fc_.blackhole_link)
+			if (fc_.blackhole_acks && blackholed(link, now))
 				return;
 			send(std::move(bytes), to_b, link, now, p.sport ? p.sport : kCtrlSport);
 			return;
@@ -497,7 +511,7 @@ private:
 		tx_free_ = now + static_cast<uint64_t>((len + 64) * 8 / fc_.line_gbps);
 		res_.packets++;
 		uint32_t link = link_of(d.entropy, fc_.links);
-		if (static_cast<int>(link) == fc_.blackhole_link)
+		if (blackholed(link, now))
 			return true;
 		send(std::move(bytes), true, link, now, d.entropy);
 		return true;
@@ -670,7 +684,7 @@ private:
 					error("wrong bytes at offset " + std::to_string(i));
 					break;
 				}
-			res_.bytes += c.len;
+			completed(c.len, now);
 			rxbuf_.erase({ s, c.msn });
 		}
 		while (a_ && mr_conn_poll_completion(a_.get(), &c)) {
@@ -704,7 +718,7 @@ private:
 						error("wrong write bytes at offset " + std::to_string(i));
 						break;
 					}
-				res_.bytes += buf.size();
+				completed(buf.size(), now);
 				rxbuf_.erase({ s, c.msn });
 			}
 			next_send_done_[s] = c.msn + 1;
@@ -712,7 +726,6 @@ private:
 				next_recv_done_[s] = c.msn + 1;	// these complete nothing at B
 		}
 		post_all();
-		(void)now;
 	}
 
 	void acks(uint64_t now)
@@ -822,6 +835,7 @@ private:
 	std::set<std::tuple<uint32_t, uint32_t, uint32_t>> placed_;
 	std::map<std::pair<uint32_t, uint32_t>, std::vector<uint8_t>> rxbuf_;
 	uint64_t tx_free_ = 0;
+	uint64_t last_done_ns_ = 0;	// the last message completion
 	uint64_t seq_ = 0;
 	Result res_;
 };
