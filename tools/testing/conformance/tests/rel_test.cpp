@@ -725,7 +725,11 @@ TEST_F(RelTest, MR_VERBS_9_UdReceiverDropsWrongQkeyAndNoReceive) {
 // successive RTOs, and the gap to the first send with a new entropy is the third RTO, the
 // failure ([MR-PATH-6]) that resets the RTO.  So per entropy the gaps should grow as
 // 1 : 2 : 4.  Timers of the emulated guest are late by up to milliseconds, so only the
-// medians over all entropies are compared: each gap at least 1.5 times the one before.
+// medians over all entropies of each gap's ratio to the one before are compared: at least
+// 1.5.  Ratios within an entropy, not gaps across entropies: the RTO the backoff starts
+// from may change between entropies (a stall floor of [MR-REL-5] halves after a second;
+// seen in CI: gaps 17.5, 35, 70 ms for five entropies, then 8.8, 17.5, 35, whose medians
+// 17.4, 34.4, 35.1 failed the test although every entropy doubled).
 TEST_F(RelTest, MR_REL_4_ConsecutiveRtosDoubleThePathRto) {
   CLAUSES("MR-REL-4 MR-PATH-6 MR-PATH-8");
   Peer::Stream s = P.open_stream();
@@ -764,7 +768,7 @@ TEST_F(RelTest, MR_REL_4_ConsecutiveRtosDoubleThePathRto) {
     auto &at = epochs.back().at;
     if (at.empty() || t - at.back() > 0.3) at.push_back(t);
   }
-  std::vector<double> gap[3];
+  std::vector<double> ratio[2];
   unsigned n = 0;
   std::string line = "# gaps (ms) per entropy:";
   for (size_t e = 0; e + 1 < epochs.size(); e++) {
@@ -774,22 +778,21 @@ TEST_F(RelTest, MR_REL_4_ConsecutiveRtosDoubleThePathRto) {
       line += std::to_string(at[i] - at[i - 1]).substr(0, 5) + " ";
     line += "| " + std::to_string(epochs[e + 1].at[0] - at.back()).substr(0, 5) + "]";
     if (at.size() != 3) continue;  // not the 1 + 2 RTOs of a clean epoch
-    gap[0].push_back(at[1] - at[0]);
-    gap[1].push_back(at[2] - at[1]);
-    gap[2].push_back(epochs[e + 1].at[0] - at[2]);
+    ratio[0].push_back((at[2] - at[1]) / (at[1] - at[0]));
+    ratio[1].push_back((epochs[e + 1].at[0] - at[2]) / (at[2] - at[1]));
     n++;
   }
   printf("%s\n# path %d: %zu sends, %zu entropies, %u with three sends\n", line.c_str(), path,
          sends.size(), epochs.size(), n);
   ASSERT_GE(n, 3u) << "too few path failures to see the backoff";
-  double med[3];
-  for (int i = 0; i < 3; i++) {
-    std::sort(gap[i].begin(), gap[i].end());
-    med[i] = gap[i][n / 2];
+  double med[2];
+  for (int i = 0; i < 2; i++) {
+    std::sort(ratio[i].begin(), ratio[i].end());
+    med[i] = ratio[i][n / 2];
   }
-  printf("# median gaps: %.2f %.2f %.2f ms\n", med[0], med[1], med[2]);
-  EXPECT_GE(med[1], 1.5 * med[0]) << "the second RTO is not about twice the first";
-  EXPECT_GE(med[2], 1.5 * med[1]) << "the third RTO is not about twice the second";
+  printf("# median ratios: second RTO / first %.2f, third / second %.2f\n", med[0], med[1]);
+  EXPECT_GE(med[0], 1.5) << "the second RTO is not about twice the first";
+  EXPECT_GE(med[1], 1.5) << "the third RTO is not about twice the second";
 }
 
 // [MR-VERBS-13]: the DUT answers our Read of 32 packets; we drop every transmission of
