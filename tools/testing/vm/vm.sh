@@ -15,7 +15,9 @@
 #   --mem MB          guest memory (default 1024)
 #   --no-module       do not install the freshly built metaroce.ko in the guest
 #   --expect-fail WHY succeed only if the run fails for that reason: dmesg,
-#                     exit or timeout (the harness's own self-tests)
+#                     exit, timeout or crash (one guest of a pair ended
+#                     before its test did, and its peer was stopped) (the
+#                     harness's own self-tests)
 #
 # The guest sees the host's root read-only (9p) under a tmpfs overlay, so it
 # runs the host's binaries on the guest kernel.  A run fails if the script
@@ -215,6 +217,24 @@ run_guests() {
 		start_guest a "${logs[0]}"
 	fi
 
+	# A guest whose kernel died (QEMU runs with -no-reboot and panic=-1: it exits)
+	# leaves its peer waiting for it until the timeout, two hours in make bench.
+	# The first guest to end without its test's end marker stops the other.
+	dead=
+	if [ "${#qpids[@]}" -gt 1 ]; then
+		local ended=
+		wait -n -p ended "${qpids[@]}" || true
+		for i in "${!qpids[@]}"; do
+			[ "${qpids[$i]}" = "$ended" ] || continue
+			grep -aq '^=== METAROCE-TEST-END' "${logs[$i]}" && break
+			dead=$(basename "${logs[$i]}" .log)
+			echo "vm.sh: guest $dead ended before its test did; stopping the other"
+			sleep 5	# the peer's console may still be printing what it saw
+			for p in "${qpids[@]}"; do
+				[ "$p" = "$ended" ] || kill "$p" 2>/dev/null || true
+			done
+		done
+	fi
 	for p in "${qpids[@]}"; do wait "$p" || true; done
 	qpids=()
 }
@@ -257,6 +277,18 @@ for log in "${logs[@]}"; do
 	sed -n '/^=== METAROCE-TEST-BEGIN/,/^=== METAROCE-TEST-END/p' "$log" | tr -d '\r' |
 		sed "s/^/[$who] /"
 	rc=$(sed -n 's/^=== METAROCE-TEST-END rc=\([0-9]*\).*/\1/p' "$log" | tr -d '\r' | tail -n1)
+	if [ -z "$rc" ] && [ -n "$dead" ]; then
+		# The guest that died says why in its log; its peer was stopped for it.
+		echo "[$who] FAIL: guest $dead ended before its test did (crash); log: $log"
+		if [ "$who" = "$dead" ]; then
+			sed '/ommand line: /d' "$log" | grep -aE "$bad" | sed -n 1,5p |
+				tr -d '\r' | sed "s/^/[$who] | /" || true
+		else
+			tail -n 5 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
+		fi
+		fail=1 why+=" crash"
+		continue
+	fi
 	if [ -z "$rc" ]; then
 		echo "[$who] FAIL: guest did not finish (timeout ${timeout}s or crash); log: $log"
 		tail -n 30 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
