@@ -10,6 +10,7 @@
 #   BENCH_SCENARIOS="loss failure"  a subset (default: all five)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
 #                         and its plots to Documentation/metaroce/results/
+#                         (only if the run passed: no guest died or timed out)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
@@ -73,7 +74,10 @@ cmd="make bench"
 	--rto-ms "$((${rto_ns:-0} / 1000000))" --command "$cmd" \
 	--date "$(date -u '+%Y-%m-%d %H:%M UTC')" --machine "$machine" || rc=1
 echo "bench: $out/results.md"
-if [ "${BENCH_PUBLISH:-0}" = 1 ] && [ -s "$out/results.rst" ]; then
+# A run whose guest died or timed out is not a full bench: it stays in $out only.
+if [ "${BENCH_PUBLISH:-0}" = 1 ] && [ "$rc" != 0 ]; then
+	echo "bench: not published: the run failed (vm.sh or the report tool)" >&2
+elif [ "${BENCH_PUBLISH:-0}" = 1 ] && [ -s "$out/results.rst" ]; then
 	doc=$top/Documentation/metaroce
 	rm -rf "$doc/results"
 	mkdir -p "$doc/results"
