@@ -219,13 +219,14 @@ run_guests() {
 
 	# A guest whose kernel died (QEMU runs with -no-reboot and panic=-1: it exits)
 	# leaves its peer waiting for it until the timeout, two hours in make bench.
-	# The first guest to end without its test's end marker stops the other.
+	# The first guest to end without its test's end marker stops the other,
+	# unless its time ran out (timeout's 124): the other's runs out with it.
 	dead=
 	if [ "${#qpids[@]}" -gt 1 ]; then
-		local ended=
-		wait -n -p ended "${qpids[@]}" || true
+		local ended= st=0
+		wait -n -p ended "${qpids[@]}" || st=$?
 		for i in "${!qpids[@]}"; do
-			[ "${qpids[$i]}" = "$ended" ] || continue
+			[ "${qpids[$i]}" = "$ended" ] && [ "$st" != 124 ] || continue
 			grep -aq '^=== METAROCE-TEST-END' "${logs[$i]}" && break
 			dead=$(basename "${logs[$i]}" .log)
 			echo "vm.sh: guest $dead ended before its test did; stopping the other"
