@@ -279,18 +279,15 @@ for log in "${logs[@]}"; do
 		sed "s/^/[$who] /"
 	rc=$(sed -n 's/^=== METAROCE-TEST-END rc=\([0-9]*\).*/\1/p' "$log" | tr -d '\r' | tail -n1)
 	if [ -z "$rc" ] && [ -n "$dead" ]; then
-		# The guest that died says why in its log; its peer was stopped for it.
+		# The guest that died says why in its kernel log, judged below; its
+		# peer was stopped for it.
 		echo "[$who] FAIL: guest $dead ended before its test did (crash); log: $log"
-		if [ "$who" = "$dead" ]; then
-			sed '/ommand line: /d' "$log" | grep -aE "$bad" | sed -n 1,5p |
-				tr -d '\r' | sed "s/^/[$who] | /" || true
-		else
-			tail -n 5 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
-		fi
 		fail=1 why+=" crash"
-		continue
-	fi
-	if [ -z "$rc" ]; then
+		if [ "$who" != "$dead" ]; then
+			tail -n 5 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
+			continue
+		fi
+	elif [ -z "$rc" ]; then
 		echo "[$who] FAIL: guest did not finish (timeout ${timeout}s or crash); log: $log"
 		tail -n 30 "$log" | tr -d '\r' | sed "s/^/[$who] | /"
 		fail=1 why+=" timeout"
@@ -305,7 +302,7 @@ for log in "${logs[@]}"; do
 		printf '%s\n' "$problems" | sed -n 1,5p | tr -d '\r' | sed "s/^/[$who] | /"
 		fail=1 why+=" dmesg"
 	fi
-	if [ "$rc" != 0 ]; then
+	if [ -n "$rc" ] && [ "$rc" != 0 ]; then
 		echo "[$who] FAIL: test exited $rc; log: $log"
 		fail=1 why+=" exit"
 	fi
