@@ -93,6 +93,16 @@ eth_packets() { # rx|tx
 	cat "/sys/class/net/$nd/statistics/$1_packets"
 }
 
+# wakeups: interrupts, local timer interrupts and context switches so far.  Under
+# TCG an idle vCPU woken costs the host far more than its guest sees: a transport
+# that wakes the guest more often per MB costs the host more per MB.
+wakeups() {
+	awk '/^intr / { i = $2 } /^ctxt / { c = $2 }
+	     END { while ((getline l < "/proc/interrupts") > 0) {
+			n = split(l, f); if (f[1] == "LOC:") for (k = 2; k <= n && f[k] ~ /^[0-9]+$/; k++) t += f[k] }
+		   print i, t + 0, c }' /proc/stat
+}
+
 # shellcheck disable=SC2086
 modprobe metaroce $modparams || exit 1
 modprobe rdma_rxe || exit 1
@@ -145,6 +155,7 @@ for t in $transports; do
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
+	read -r irq0 loc0 ctxt0 <<<"$(wakeups)"
 	if [ "$MR_ROLE" = b ]; then
 		out=$(kt_load dev_a="${dev[$t]}" role=server timeout_ms=60000)
 	else
@@ -155,6 +166,7 @@ for t in $transports; do
 	fi
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
+	read -r irq1 loc1 ctxt1 <<<"$(wakeups)"
 	[ -z "$perf_pid" ] || wait "$perf_pid"
 	if [ -n "$bpf_pid" ]; then
 		kill -INT "$bpf_pid"
@@ -226,6 +238,12 @@ for t in $transports; do
 		say "$t $MR_ROLE rx_packets_per_MB $(awk -v p=$((rx1 - rx0)) -v m="$mb" \
 			'BEGIN { printf "%.0f", p / m }')"
 		say "$t $MR_ROLE tx_packets_per_MB $(awk -v p=$((tx1 - tx0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+		say "$t $MR_ROLE irqs_per_MB $(awk -v p=$((irq1 - irq0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+		say "$t $MR_ROLE timer_irqs_per_MB $(awk -v p=$((loc1 - loc0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+		say "$t $MR_ROLE ctx_switches_per_MB $(awk -v p=$((ctxt1 - ctxt0)) -v m="$mb" \
 			'BEGIN { printf "%.0f", p / m }')"
 	fi
 	if [ "$t" = metaroce ]; then
