@@ -200,8 +200,39 @@ static int mr_kt_resolve_dmac(struct mr_kt_run *run, struct mr_kt_end *me,
 	return 0;
 }
 
+static void mr_kt_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct mr_kt_run *run = ctx;
+
+	atomic_inc(&run->cq_events);
+	wake_up(&run->cq_wait);
+}
+
+/*
+ * Sleep until a completion comes to x's or y's CQ (y may be NULL), or max_ms
+ * pass: arm the CQs, and return at once if one holds completions already,
+ * as a kernel consumer does.  An idle run then costs its host no wakeups:
+ * polling with 20-100 us sleeps woke an idle guest ten thousand times a
+ * second, and under TCG each wake costs the host more than the guest sees,
+ * most for the transport that leaves its guest the most idle.
+ */
+void mr_kt_cq_wait(struct mr_kt_run *run, struct mr_kt_end *x, struct mr_kt_end *y,
+		   unsigned int max_ms)
+{
+	int seen = atomic_read(&run->cq_events);
+	const enum ib_cq_notify_flags arm = IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS;
+
+	if (ib_req_notify_cq(x->cq, arm) > 0 || (y && ib_req_notify_cq(y->cq, arm) > 0))
+		return;
+	wait_event_interruptible_timeout(run->cq_wait, atomic_read(&run->cq_events) != seen,
+					 msecs_to_jiffies(max_ms));
+}
+
 int mr_kt_qp_create(struct mr_kt_run *run, struct mr_kt_end *end, char *why)
 {
+	struct ib_cq_init_attr cq_attr = {
+		.cqe = run->resize_cq ? 1 : 2 * run->depth + 1,
+	};
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
@@ -215,9 +246,14 @@ int mr_kt_qp_create(struct mr_kt_run *run, struct mr_kt_end *end, char *why)
 	};
 	int err;
 
-	/* Polled by hand (IB_POLL_DIRECT), so a completion is checked before it is believed. */
-	end->cq = ib_alloc_cq(end->dev, NULL, run->resize_cq ? 1 : 2 * run->depth + 1, 0,
-			      IB_POLL_DIRECT);
+	/*
+	 * Polled by hand, so a completion is checked before it is believed; its
+	 * event only wakes the polling thread (mr_kt_cq_wait).  No other
+	 * thread waits yet: the run's copy (a flow's) gets its own queue here.
+	 */
+	init_waitqueue_head(&run->cq_wait);
+	atomic_set(&run->cq_events, 0);
+	end->cq = ib_create_cq(end->dev, mr_kt_cq_event, NULL, run, &cq_attr);
 	if (IS_ERR(end->cq)) {
 		err = PTR_ERR(end->cq);
 		end->cq = NULL;
@@ -351,7 +387,7 @@ void mr_kt_end_disconnect(struct mr_kt_end *end)
 		end->qp = NULL;
 	}
 	if (end->cq)
-		ib_free_cq(end->cq);
+		ib_destroy_cq(end->cq);
 	end->cq = NULL;
 }
 

@@ -13,6 +13,8 @@
 
 /* The first failure of an op or of a connection, for its report line. */
 #define MR_KT_WHY_LEN	200
+/* Longest sleep waiting for a completion: how late a stop or a "done" is seen. */
+#define MR_KT_WAIT_MS	2
 
 /* A kmalloc'ed buffer and its mapping for the device. */
 struct mr_kt_buf {
@@ -54,6 +56,9 @@ enum mr_kt_role {
 struct mr_kt_run {
 	struct mr_kt_end a;
 	struct mr_kt_end b;
+	/* The ends' CQs say here that a completion came (mr_kt_cq_wait). */
+	wait_queue_head_t cq_wait;
+	atomic_t cq_events;
 	u32 size;		/* message bytes */
 	u32 count;		/* messages per op */
 	u32 depth;		/* messages outstanding at most */
@@ -95,6 +100,8 @@ struct mr_kt_op {
 const struct mr_kt_op *mr_kt_op_find(const char *name);
 int mr_kt_op_run(struct mr_kt_run *run, const struct mr_kt_op *op);
 
+void mr_kt_cq_wait(struct mr_kt_run *run, struct mr_kt_end *x, struct mr_kt_end *y,
+		   unsigned int max_ms);
 int mr_kt_end_open(struct mr_kt_run *run, struct mr_kt_end *end, const char *name);
 void mr_kt_end_close(struct mr_kt_run *run, struct mr_kt_end *end);
 int mr_kt_connect(struct mr_kt_run *run, char *why);

@@ -512,7 +512,6 @@ static void mr_kt_pump(struct mr_kt_flow *f)
 	struct mr_kt_run *run = f->run;
 	unsigned long deadline = jiffies + msecs_to_jiffies(run->timeout_ms);
 	bool recv = mr_kt_uses_recv(f->op);
-	unsigned int idle = 0;
 	int progress;
 
 	while (!mr_kt_failed(f) && mr_kt_verified(f) < run->count) {
@@ -530,20 +529,15 @@ static void mr_kt_pump(struct mr_kt_flow *f)
 		}
 		progress += mr_kt_poll(f, &run->a, mr_kt_a_completion);
 		progress += mr_kt_poll(f, &run->b, mr_kt_b_completion);
-		if (progress) {
-			idle = 0;
+		if (progress)
 			continue;
-		}
 		if (time_after(jiffies, deadline)) {
 			mr_kt_fail(f, "timeout (%u ms): %u of %u posted, %u done at A, %u at B",
 				   run->timeout_ms, f->posted, run->count, f->a_done, f->b_done);
 		} else if (fatal_signal_pending(current)) {
 			mr_kt_fail(f, "interrupted");
-		} else if (++idle < 64) {
-			cond_resched();
 		} else {
-			/* Leave the CPU to the device's own threads and softirqs. */
-			usleep_range(20, 100);
+			mr_kt_cq_wait(run, &run->a, &run->b, MR_KT_WAIT_MS);
 		}
 	}
 }
