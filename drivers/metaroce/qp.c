@@ -449,13 +449,21 @@ int metaroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return -EOPNOTSUPP;
 	}
 
-	spin_lock_bh(&c->lock);
+	/*
+	 * The transmit work is kicked with bottom halves off, so that it runs
+	 * as they come back on, here in the poster's context.  Kicked from
+	 * process context it would wake ksoftirqd and wait for a context
+	 * switch before the first packet left.
+	 */
+	local_bh_disable();
+	spin_lock(&c->lock);
 	if (qp->uqp)
 		metaroce_usq_drain(qp);
 	else
 		err = metaroce_post_send_locked(qp, wr, bad_wr);
 	metaroce_sq_push(c, qp);
-	spin_unlock_bh(&c->lock);
+	spin_unlock(&c->lock);
 	metaroce_conn_kick(c);
+	local_bh_enable();
 	return err;
 }
