@@ -478,6 +478,10 @@ static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 	 */
 	horizon = mr_max_u64(MR_PACE_BURST * gap, 2 * c->pace_late_ns);
 	oldest = now > horizon ? now - horizon : 0;
+	/* After a pause with nothing to send, the slot or now: none owed to the pause. */
+	if (c->pace_idle)
+		oldest = now;
+	c->pace_idle = false;
 	c->pace_ns = (c->pace_ns ? mr_max_u64(c->pace_ns, oldest) : now) + gap;
 	c->next_send_ns = c->pace_ns > now ? c->pace_ns : 0;
 }
@@ -506,6 +510,37 @@ static bool mr_pace_idle(struct mr_conn *c)
 {
 	mr_pace_learn(c);
 	c->pace_ns = 0;
+	c->pace_idle = false;
+	return false;
+}
+
+/*
+ * Whether the sender holds a packet of a message or a Read response that is not
+ * sent yet or is to go again: what the pacer can hold back.
+ */
+static bool mr_conn_has_unsent(const struct mr_conn *c)
+{
+	u32 i, msn, idx;
+	bool retx;
+
+	for (i = 0; i < c->n_slots; i++) {
+		const struct mr_tx_stream *st = c->tx[i];
+
+		if (!st->in_use)
+			continue;
+		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
+			const struct mr_tx_msg *m = &st->msg[msn % MR_STREAM_MAX_MSGS];
+
+			if (m->state != MR_MSG_OPEN || m->msn != msn)
+				continue;
+			if (mr_tx_msg_next_index(m, &idx, &retx))
+				return true;
+		}
+		for (msn = 0; msn < MR_STREAM_MAX_MSGS; msn++)
+			if (st->resp[msn].state == MR_MSG_OPEN &&
+			    mr_tx_msg_next_index(&st->resp[msn], &idx, &retx))
+				return true;
+	}
 	return false;
 }
 
@@ -519,8 +554,18 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	if (c->failed)
 		return false;
 	if (c->next_send_ns && now < c->next_send_ns) {
-		c->pacer_blocked++;
+		/*
+		 * [MR-CC-7] a sender with nothing to send does not wait for its
+		 * slot: no wake-up for it.  New data takes the slot, or now
+		 * if the slot has passed (mr_pace()): no slot passes unused.
+		 */
 		mr_pace_learn(c);
+		if (!mr_conn_has_unsent(c)) {
+			c->next_send_ns = 0;
+			c->pace_idle = true;
+			return false;
+		}
+		c->pacer_blocked++;
 		return false;
 	}
 	/*
