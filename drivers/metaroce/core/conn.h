@@ -109,7 +109,6 @@ struct mr_conn {
 	u32 peer_hint_mbps;	/* latest nonzero rate hint from the peer */
 	u32 local_hint;		/* encoded hint we return in ACKs (set by the caller) */
 	u64 next_send_ns;	/* pacing: the next send, when it is in the future */
-	bool pace_idle;		/* pacing: the sender had nothing to send at its slot */
 	u64 pace_ns;		/* pacing: the next packet's slot, perhaps past ([MR-CC-7]) */
 	u64 pace_late_ns;	/* how late the sender reaches its slots (mean, gain 1/8) */
 	bool pace_late_valid;	/* pace_late_ns has its first sample */

@@ -478,10 +478,6 @@ static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
 	 */
 	horizon = mr_max_u64(MR_PACE_BURST * gap, 2 * c->pace_late_ns);
 	oldest = now > horizon ? now - horizon : 0;
-	/* After a pause with nothing to send, the slot or now: none owed to the pause. */
-	if (c->pace_idle)
-		oldest = now;
-	c->pace_idle = false;
 	c->pace_ns = (c->pace_ns ? mr_max_u64(c->pace_ns, oldest) : now) + gap;
 	c->next_send_ns = c->pace_ns > now ? c->pace_ns : 0;
 }
@@ -510,7 +506,6 @@ static bool mr_pace_idle(struct mr_conn *c)
 {
 	mr_pace_learn(c);
 	c->pace_ns = 0;
-	c->pace_idle = false;
 	return false;
 }
 
@@ -554,19 +549,18 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	if (c->failed)
 		return false;
 	if (c->next_send_ns && now < c->next_send_ns) {
-		/*
-		 * [MR-CC-7] a sender with nothing to send does not wait for its
-		 * slot: no wake-up for it.  New data takes the slot, or now
-		 * if the slot has passed (mr_pace()): no slot passes unused.
-		 */
-		mr_pace_learn(c);
-		if (!mr_conn_has_unsent(c)) {
-			c->next_send_ns = 0;
-			c->pace_idle = true;
+		if (mr_conn_has_unsent(c)) {
+			c->pacer_blocked++;
+			mr_pace_learn(c);
 			return false;
 		}
-		c->pacer_blocked++;
-		return false;
+		/*
+		 * [MR-CC-7] a sender with nothing to send does not wait for
+		 * its slot (no wake-up for it): it is idle, as at a slot that
+		 * passed.  A probe that is due goes now; new data later goes
+		 * at once and the packet after it a gap later.
+		 */
+		c->next_send_ns = 0;
 	}
 	/*
 	 * [MR-CC-7] how late we reached the slot we waited for: learned after

@@ -252,12 +252,49 @@ TEST(Pacing, NoWakeUpForTheSlotWithNothingToSend_MR_CC_7)
 	EXPECT_GT(mr_conn_next_deadline(p.a.get()), slot) << "the tail-loss probe or the RTO";
 	EXPECT_EQ(p.a->pacer_blocked, 0u) << "an idle sender is not held back";
 
-	// New data before the slot takes it; the packet after it waits a gap.
+	// New data goes at once, the packet after it a gap later.
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 8 * 4096, 0x1000, 1, 1), 0);
 	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), 2, &d));
 	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 3, &d));
-	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), 2 * slot) << "the slot after the one taken";
-	EXPECT_TRUE(mr_conn_next_packet(p.a.get(), 2 * slot, &d));
+	EXPECT_EQ(mr_conn_next_deadline(p.a.get()), 2 + slot) << "a gap after the new packet";
+	EXPECT_TRUE(mr_conn_next_packet(p.a.get(), 2 + slot, &d));
+}
+
+// [MR-CC-7] an idle sender the pacer would hold back still acts on what falls due before
+// its slot (a tail-loss probe, an RTO): as the transmit work runs, the timer, then the
+// sender, the next deadline it names is never one already past (the glue counts such a
+// deadline as timer_past_deadlines; nfs_rdma saw 3 when a due probe waited).  Here the
+// sender is not asked again until the probe is due, as when it still had data to send
+// at its last turn.
+TEST(Pacing, IdleSenderNamesNoPastDeadlineBeforeItsSlot_MR_CC_7)
+{
+	auto sender = [](Pair &p) {
+		mr_path_tx *tp = &p.a->tx_path[0];
+		tp->rtt.srtt_ns = 200000;
+		tp->rtt.rttvar_ns = 100000;
+		tp->rtt.have_sample = true;
+		p.a->peer_hint_mbps = 1;	// a 4 KiB packet every 33 ms
+		mr_tx_desc d;
+		EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 4096, 0x1000, 1, 0), 0);
+		EXPECT_TRUE(mr_conn_next_packet(p.a.get(), 0, &d));
+	};
+	// When the probe falls due: what an idle sender names once asked.
+	Pair q(1);
+	sender(q);
+	mr_tx_desc d;
+	const u64 slot = q.a->pace_ns;
+	EXPECT_FALSE(mr_conn_next_packet(q.a.get(), 1, &d));
+	const u64 due = mr_conn_next_deadline(q.a.get());
+	ASSERT_LT(due, slot) << "the probe falls due before the slot";
+
+	Pair p(1);
+	sender(p);
+	mr_conn_on_timer(p.a.get(), due);
+	int sent = 0;
+	while (mr_conn_next_packet(p.a.get(), due, &d))
+		sent++;
+	EXPECT_EQ(sent, 1) << "the probe";
+	EXPECT_GT(mr_conn_next_deadline(p.a.get()), due) << "no deadline already past";
 }
 
 // [MR-CC-11] the same pause without a wake-up at the slot: new data long after it goes out
