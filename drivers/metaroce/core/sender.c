@@ -98,7 +98,8 @@ static u32 mr_conn_window(const struct mr_conn *c)
 
 /*
  * [MR-REL-1] retransmissions before new data; [MR-CC-13] streams round-robin. Message
- * probes come between the two.
+ * probes come between the two. Changes nothing: also asks whether there is a packet to
+ * send at all (the pacer, mr_conn_next_packet()).
  */
 static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 {
@@ -164,7 +165,6 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 	}
 	if (have_new) {
 		*pick = first_new;
-		c->rr_stream = (first_new.slot + 1) % MR_CONN_STREAMS;
 		return true;
 	}
 	return false;
@@ -509,36 +509,6 @@ static bool mr_pace_idle(struct mr_conn *c)
 	return false;
 }
 
-/*
- * Whether the sender holds a packet of a message or a Read response that is not
- * sent yet or is to go again: what the pacer can hold back.
- */
-static bool mr_conn_has_unsent(const struct mr_conn *c)
-{
-	u32 i, msn, idx;
-	bool retx;
-
-	for (i = 0; i < c->n_slots; i++) {
-		const struct mr_tx_stream *st = c->tx[i];
-
-		if (!st->in_use)
-			continue;
-		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
-			const struct mr_tx_msg *m = &st->msg[msn % MR_STREAM_MAX_MSGS];
-
-			if (m->state != MR_MSG_OPEN || m->msn != msn)
-				continue;
-			if (mr_tx_msg_next_index(m, &idx, &retx))
-				return true;
-		}
-		for (msn = 0; msn < MR_STREAM_MAX_MSGS; msn++)
-			if (st->resp[msn].state == MR_MSG_OPEN &&
-			    mr_tx_msg_next_index(&st->resp[msn], &idx, &retx))
-				return true;
-	}
-	return false;
-}
-
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
 	struct mr_path_tx *tp;
@@ -549,14 +519,15 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	if (c->failed)
 		return false;
 	if (c->next_send_ns && now < c->next_send_ns) {
-		if (mr_conn_has_unsent(c)) {
+		if (mr_pick_packet(c, now, &pick)) {
 			c->pacer_blocked++;
 			mr_pace_learn(c);
 			return false;
 		}
 		/*
-		 * [MR-CC-7] a sender with nothing to send does not wait for
-		 * its slot (no wake-up for it): it is idle, as at a slot that
+		 * [MR-CC-7] a sender with nothing to send now (all sent, or
+		 * waiting for RNR, a fence, an error) does not wait for its
+		 * slot (no wake-up for it): it is idle, as at a slot that
 		 * passed.  A probe that is due goes now; new data later goes
 		 * at once and the packet after it a gap later.
 		 */
@@ -583,6 +554,8 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	}
 	if (!mr_pick_packet(c, now, &pick))
 		return mr_pace_idle(c);
+	if (!pick.retx)		/* new data: the next stream's turn */
+		c->rr_stream = (pick.slot + 1) % MR_CONN_STREAMS;
 	path = mr_pick_path(c, now, pick.retx);
 	if (path < 0)
 		return mr_pace_idle(c);
