@@ -9,8 +9,8 @@
 # SCENARIOS (default: "loss multipath failure incast manyqp").
 #
 # RDMA traffic goes through rdma_bw/rdma_lat, which pick the tool per device:
-# mr_ktraffic's two-host mode today, perftest for a transport named in
-# PERFTEST (e.g. "rxe"; "metaroce rxe" once the provider runs perftest).
+# mr_ktraffic's two-host mode, or perftest for a transport named in PERFTEST
+# (e.g. "rxe", or "metaroce rxe": MetaRoCE's through our provider).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -31,6 +31,8 @@ size=65536 depth=16 lat_size=64
 # any of the transports' flows here.
 mp_rate=2mbit
 perftest=" ${2:-} "
+# perftest on MetaRoCE loads our provider (bench.sh built it).
+[[ "$perftest" != *" metaroce "* ]] || use_provider
 scenarios=" ${3:-loss multipath failure incast manyqp} "
 want() { [[ "$scenarios" == *" $1 "* ]]; }
 

@@ -6,7 +6,8 @@
 # build/bench-results/<UTC timestamp>/.
 #   BENCH_PERFTEST="rxe"  also run rxe with perftest (ib_write_bw/ib_write_lat)
 #                         instead of mr_ktraffic (default: mr_ktraffic for both,
-#                         the same tool on both RDMA transports)
+#                         the same tool on both RDMA transports); "metaroce rxe"
+#                         runs perftest on both, MetaRoCE's through our provider
 #   BENCH_SCENARIOS="loss failure"  a subset (default: all five)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
 #                         and its plots to Documentation/metaroce/results/
@@ -24,6 +25,8 @@ make -s -C "$top" module-6.12
 kver=$("$top/scripts/kver.sh" version 6.12)
 make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/metaroce/ktraffic" \
 	W=1 modules >/dev/null
+# perftest on MetaRoCE goes through our rdma-core provider.
+[[ " $perftest " != *" metaroce "* ]] || make -s -C "$top" provider
 cmake -S "$here/report" -B "$top/build/bench-report" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$top/build/bench-report" -j "$(nproc)" >/dev/null
 ctest --test-dir "$top/build/bench-report" --output-on-failure >/dev/null || {
