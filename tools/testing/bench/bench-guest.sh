@@ -133,7 +133,8 @@ kt_pair() {
 # endpoints' IPv4 GIDs (index 1); a prints perftest's report.
 perftest_pair() {
 	local d=$1 s=$2 tool=$3 t=$4 args
-	args=(-d "$d" -x 1 -s "$s" -D "$t" -F --report_gbits)
+	# MiB/s, not --report_gbits: its two decimals of Gb/s are steps of 1.25 MB/s.
+	args=(-d "$d" -x 1 -s "$s" -D "$t" -F)
 	[ "$tool" = ib_write_lat ] && args=(-d "$d" -x 1 -s "$s" -n 500 -F)
 	if [ "$MR_ROLE" = b ]; then
 		timeout $((t + 60)) "$tool" "${args[@]}" >/dev/null 2>&1
@@ -152,8 +153,9 @@ rdma_bw() {
 	run_mark
 	if [[ "$perftest" == *" $2 "* ]]; then
 		out=$(perftest_pair "${dev[$2]}" "$size" ib_write_bw "$dur")
-		# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
-		mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1000 / 8 }' <<<"$out")
+		# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]",
+		# perftest's MB being MiB: turned into 10^6 bytes as mr_ktraffic counts.
+		mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")
 		[ -n "$mbps" ] || err=1
 		bytes=$(awk -v m="${mbps:-0}" -v d="$dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
 	else
