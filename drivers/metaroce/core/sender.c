@@ -514,12 +514,14 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	struct mr_path_tx *tp;
 	struct mr_tx_msg *m;
 	struct mr_pick pick;
+	bool none = false;	/* mr_pick_packet() found nothing at this now */
 	int path;
 
 	if (c->failed)
 		return false;
 	if (c->next_send_ns && now < c->next_send_ns) {
-		if (mr_pick_packet(c, now, &pick)) {
+		none = !mr_pick_packet(c, now, &pick);
+		if (!none) {
 			c->pacer_blocked++;
 			mr_pace_learn(c);
 			return false;
@@ -552,7 +554,7 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		c->window_full++;
 		return mr_pace_idle(c);
 	}
-	if (!mr_pick_packet(c, now, &pick))
+	if (none || !mr_pick_packet(c, now, &pick))
 		return mr_pace_idle(c);
 	if (!pick.retx)		/* new data: the next stream's turn */
 		c->rr_stream = (pick.slot + 1) % MR_CONN_STREAMS;
