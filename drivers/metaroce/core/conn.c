@@ -102,6 +102,15 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 
 	if (slot >= MR_CONN_STREAMS || !c->mem[slot])
 		return NULL;
+	if (c->rx[slot]->in_use) {
+		/* [MR-VERBS-11] remember what it completed, for a probe whose MSGACK was lost */
+		struct mr_rx_closed *r = &c->closed[c->closed_next++ % MR_CLOSED_STREAMS];
+
+		r->id = c->rx[slot]->id;
+		r->msn_cum = c->rx[slot]->msn_reported;
+		r->valid = true;
+		r->touched = false;
+	}
 	/*
 	 * Packets of the stream still in flight keep their PSNs, so the paths' SACK and
 	 * congestion state stay whole, but they now carry nothing: their records no longer

@@ -19,6 +19,18 @@
 #define MR_NO_DEADLINE		((u64)-1)
 #define MR_CONN_TIMEOUT_NS	2000000000ULL
 #define MR_RNR_INFINITE		7
+#define MR_CLOSED_STREAMS	64	/* [MR-VERBS-11] closed streams remembered */
+
+/*
+ * [MR-VERBS-11] what a closed receive stream had completed: a probe of a message before
+ * msn_cum is answered with this MSGACK, since the one sent before the close may be lost.
+ */
+struct mr_rx_closed {
+	u32 id;			/* the closed stream's local id */
+	u32 msn_cum;		/* its msn_reported when it closed */
+	bool valid;
+	bool touched;		/* its MSGACK is due, [MR-ACK-6] */
+};
 
 /* Work completion status, as Verbs reports it; [MR-NAK-2] maps NAK codes onto it. */
 enum mr_wc_status {
@@ -127,6 +139,8 @@ struct mr_conn {
 	struct mr_rx_stream *rx[MR_CONN_STREAMS];
 	struct mr_stream *mem[MR_CONN_STREAMS];
 	u32 n_slots;		/* slots from n_slots on are closed */
+	struct mr_rx_closed closed[MR_CLOSED_STREAMS];	/* a ring, newest at closed_next - 1 */
+	u32 closed_next;
 	/* Event counters, for the caller's statistics; they only grow (and wrap). */
 	u32 retransmits;	/* packets sent again, for any reason */
 	u32 msg_probes;

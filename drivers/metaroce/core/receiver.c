@@ -16,6 +16,27 @@ static struct mr_rx_stream *mr_rx_lookup(struct mr_conn *c, u32 id, u32 *slot)
 	return NULL;
 }
 
+/*
+ * [MR-VERBS-11] a packet for stream id, which is not open: true when a stream of that id
+ * closed after completing msn, whose MSGACK is then due again.
+ */
+static bool mr_rx_closed_done(struct mr_conn *c, u32 id, u32 msn)
+{
+	u32 i;
+
+	for (i = 1; i <= MR_CLOSED_STREAMS; i++) {
+		struct mr_rx_closed *r = &c->closed[(c->closed_next - i) % MR_CLOSED_STREAMS];
+
+		if (!r->valid || r->id != id)
+			continue;
+		if (!mr_seq_before(msn, r->msn_cum))
+			return false;
+		r->touched = true;
+		return true;
+	}
+	return false;
+}
+
 /* [MR-ACK-5] */
 static void mr_rx_schedule_ack(struct mr_conn *c, struct mr_sack_rx *s, u64 now, bool at_once)
 {
@@ -247,12 +268,14 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	if (!st) {
 		/*
 		 * [MR-VERBS-11] a closed or unknown stream: the PSN is acknowledged so that the
-		 * path stays healthy for the other streams, nothing is placed or acknowledged by
-		 * MSGACK.
+		 * path stays healthy for the other streams, nothing is placed. Only a message
+		 * the stream completed before it closed is acknowledged by MSGACK, at once.
 		 */
+		bool done = mr_rx_closed_done(c, bth->stream, bth->msn);
+
 		mr_sack_rx_record(s, bth->psn);
 		mr_rx_count(s, pkt, ce);
-		mr_rx_schedule_ack(c, s, now, mr_rx_ack_at_once(pkt, ce, sv));
+		mr_rx_schedule_ack(c, s, now, done || mr_rx_ack_at_once(pkt, ce, sv));
 		goto drop;
 	}
 	if (st->err && !mr_seq_before(bth->msn, st->err_msn)) {
@@ -387,6 +410,17 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 		if (ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS)
 			c->rr_msgack = slot + 1;
 	}
+	/* [MR-VERBS-11] closed streams that were probed for what they completed */
+	for (i = 0; i < MR_CLOSED_STREAMS && ack->n_msg_acks < MR_ACK_MAX_MSG_ACKS; i++) {
+		struct mr_rx_closed *r = &c->closed[i];
+
+		if (!r->valid || !r->touched)
+			continue;
+		ack->msg_acks[ack->n_msg_acks].stream = r->id;
+		ack->msg_acks[ack->n_msg_acks].msn_cum = r->msn_cum;
+		ack->n_msg_acks++;
+		r->touched = false;
+	}
 	c->acks_sent++;
 	s->ce_count = 0;
 	s->pkt_count = 0;
@@ -396,6 +430,9 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	s->ack_now = false;
 	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < c->n_slots; i++)
 		if (c->rx[i]->in_use && c->rx[i]->touched)
+			s->ack_now = true;
+	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < MR_CLOSED_STREAMS; i++)
+		if (c->closed[i].valid && c->closed[i].touched)
 			s->ack_now = true;
 }
 

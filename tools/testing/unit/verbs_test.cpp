@@ -480,6 +480,85 @@ TEST(Close, LatePacketsForAClosedStreamAreDroppedAndTheSlotReused_MR_VERBS_11)
 	EXPECT_EQ(p.b->rx_dropped, dropped + 1);
 }
 
+// [MR-VERBS-11] [MR-REL-11] the responder completes a Send and its QP is destroyed, but
+// the ACK that carried the MSGACK is lost: the requester's probe is answered with the
+// closed stream's MSGACK, so its Send completes instead of being probed for ever. A
+// message the stream did not complete gets no MSGACK, and an id opened again forgets.
+TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
+{
+	Pair p;
+	std::vector<u8> payload(4096);
+	mr_tx_desc d;
+	mr_place pl;
+	mr_pkt ack;
+
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
+	d.pkt.payload = payload.data();
+	ASSERT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	// the ACK for the packet comes before B's completion is polled: no MSGACK covers it
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), p.now, &ack));
+	mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+	ASSERT_EQ(p.a->tx[0]->msg[0].acked_count, 1u);
+	ASSERT_EQ(p.a->tx[0]->msn_acked, 0u);
+	mr_completion x;
+	ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &x));
+	EXPECT_EQ(x.status, MR_WC_SUCCESS);
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+		;	// the MSGACK for msn 0: lost
+	mr_conn_close_stream(p.b.get(), 0);
+
+	// A probes; B answers for the closed stream with what it had completed
+	bool probed = false;
+	for (int step = 0; step < 100 && !probed; step++) {
+		p.now += 100000;
+		mr_conn_on_timer(p.a.get(), p.now);
+		while (mr_conn_next_packet(p.a.get(), p.now, &d)) {
+			ASSERT_TRUE(d.pkt.bth.flags & MR_F_MSG_PROBE);
+			probed = true;
+			d.pkt.payload = payload.data();
+			EXPECT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl),
+				  MR_RX_RESULT_DROP) << "nothing is placed";
+		}
+	}
+	ASSERT_TRUE(probed);
+	bool msgack = false;
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
+		ASSERT_EQ(ack.bth.opcode, MR_OP_ACK);
+		for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+			if (ack.ack.msg_acks[i].stream == 20) {
+				EXPECT_EQ(ack.ack.msg_acks[i].msn_cum, 1u);
+				msgack = true;
+			}
+		mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+	}
+	EXPECT_TRUE(msgack) << "the probe is answered with the closed stream's MSGACK";
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
+	EXPECT_EQ(ca[0].cookie, 1u);
+
+	// msn 1 was never completed by the closed stream: a packet of it gets no MSGACK
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 2), 0);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
+	d.pkt.payload = payload.data();
+	EXPECT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_DROP);
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+		for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+			EXPECT_NE(ack.ack.msg_acks[i].stream, 20u) << "msn 1 is not acknowledged";
+
+	// the id opened and closed again (a new QP with the old number): its newer record
+	// is the one that counts
+	ASSERT_EQ(p.pool.open(p.b.get(), 20, 30), 0);
+	mr_conn_close_stream(p.b.get(), 0);	// it completed nothing
+	d.pkt.bth.msn = 0;
+	d.pkt.bth.flags |= MR_F_ACK_REQ;
+	mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl);
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+		for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+			EXPECT_NE(ack.ack.msg_acks[i].stream, 20u) << "the older stream's record";
+}
+
 // [MR-VERBS-11] a closed requester stream drops its messages; acknowledgments of its
 // packets still in flight never count for the next stream in the slot.
 TEST(Close, RequesterSlotReuseIgnoresAcksOfTheOldStream_MR_VERBS_11)
