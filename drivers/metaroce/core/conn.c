@@ -110,6 +110,7 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 		r->msn_cum = c->rx[slot]->msn_reported;
 		r->valid = true;
 		r->touched = false;
+		r->nak_pending = false;
 	}
 	/*
 	 * Packets of the stream still in flight keep their PSNs, so the paths' SACK and

@@ -23,13 +23,16 @@
 
 /*
  * [MR-VERBS-11] what a closed receive stream had completed: a probe of a message before
- * msn_cum is answered with this MSGACK, since the one sent before the close may be lost.
+ * msn_cum is answered with this MSGACK, since the one sent before the close may be lost;
+ * a packet of a later message, which will never complete, with NAK INVALID_REQUEST.
  */
 struct mr_rx_closed {
 	u32 id;			/* the closed stream's local id */
 	u32 msn_cum;		/* its msn_reported when it closed */
+	u32 nak_msn;		/* the message the pending NAK names */
 	bool valid;
 	bool touched;		/* its MSGACK is due, [MR-ACK-6] */
+	bool nak_pending;
 };
 
 /* Work completion status, as Verbs reports it; [MR-NAK-2] maps NAK codes onto it. */

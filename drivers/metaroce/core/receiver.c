@@ -17,10 +17,11 @@ static struct mr_rx_stream *mr_rx_lookup(struct mr_conn *c, u32 id, u32 *slot)
 }
 
 /*
- * [MR-VERBS-11] a packet for stream id, which is not open: true when a stream of that id
- * closed after completing msn, whose MSGACK is then due again.
+ * [MR-VERBS-11] a packet for stream id, which is not open. When a stream of that id has
+ * closed, its MSGACK is due again if it had completed msn, and else a NAK, for msn will
+ * never complete; returns true then (the answer goes at once).
  */
-static bool mr_rx_closed_done(struct mr_conn *c, u32 id, u32 msn)
+static bool mr_rx_closed_answer(struct mr_conn *c, u32 id, u32 msn)
 {
 	u32 i;
 
@@ -29,9 +30,12 @@ static bool mr_rx_closed_done(struct mr_conn *c, u32 id, u32 msn)
 
 		if (!r->valid || r->id != id)
 			continue;
-		if (!mr_seq_before(msn, r->msn_cum))
-			return false;
-		r->touched = true;
+		if (mr_seq_before(msn, r->msn_cum)) {
+			r->touched = true;
+		} else {
+			r->nak_msn = msn;
+			r->nak_pending = true;
+		}
 		return true;
 	}
 	return false;
@@ -268,14 +272,15 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	if (!st) {
 		/*
 		 * [MR-VERBS-11] a closed or unknown stream: the PSN is acknowledged so that the
-		 * path stays healthy for the other streams, nothing is placed. Only a message
-		 * the stream completed before it closed is acknowledged by MSGACK, at once.
+		 * path stays healthy for the other streams, nothing is placed. A closed stream
+		 * answers at once: by MSGACK for a message it completed before it closed, and
+		 * with a NAK for any other.
 		 */
-		bool done = mr_rx_closed_done(c, bth->stream, bth->msn);
+		bool closed = mr_rx_closed_answer(c, bth->stream, bth->msn);
 
 		mr_sack_rx_record(s, bth->psn);
 		mr_rx_count(s, pkt, ce);
-		mr_rx_schedule_ack(c, s, now, done || mr_rx_ack_at_once(pkt, ce, sv));
+		mr_rx_schedule_ack(c, s, now, closed || mr_rx_ack_at_once(pkt, ce, sv));
 		goto drop;
 	}
 	if (st->err && !mr_seq_before(bth->msn, st->err_msn)) {
@@ -437,6 +442,21 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 }
 
 /* [MR-NAK-3] a NAK names the stream and msn of the failed message. */
+static void mr_build_nak(struct mr_conn *c, u32 stream, u32 msn, u8 code, u32 info,
+			 struct mr_pkt *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->bth.version = MR_VERSION;
+	out->bth.opcode = MR_OP_NAK;
+	out->bth.conn_id = c->cfg.peer_conn_id;
+	out->bth.stream = stream;
+	out->bth.msn = msn;
+	out->nak.code = code;
+	out->nak.info = code == MR_NAK_RNR ? info : 0;
+	out->sport = mr_entropy_random(&c->rng);	/* [MR-ENC-2] */
+	c->naks_sent++;
+}
+
 static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 {
 	u32 i;
@@ -446,17 +466,18 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 
 		if (!st->in_use || !st->nak_pending)
 			continue;
-		memset(out, 0, sizeof(*out));
-		out->bth.version = MR_VERSION;
-		out->bth.opcode = MR_OP_NAK;
-		out->bth.conn_id = c->cfg.peer_conn_id;
-		out->bth.stream = st->id;
-		out->bth.msn = st->nak_msn;
-		out->nak.code = st->nak_code;
-		out->nak.info = st->nak_code == MR_NAK_RNR ? st->nak_info : 0;
-		out->sport = mr_entropy_random(&c->rng);	/* [MR-ENC-2] */
+		mr_build_nak(c, st->id, st->nak_msn, st->nak_code, st->nak_info, out);
 		st->nak_pending = false;
-		c->naks_sent++;
+		return true;
+	}
+	for (i = 0; i < MR_CLOSED_STREAMS; i++) {
+		struct mr_rx_closed *r = &c->closed[i];
+
+		if (!r->valid || !r->nak_pending)
+			continue;
+		/* [MR-VERBS-11] a message of a closed stream: it never completes */
+		mr_build_nak(c, r->id, r->nak_msn, MR_NAK_INVALID_REQUEST, 0, out);
+		r->nak_pending = false;
 		return true;
 	}
 	return false;

@@ -157,7 +157,8 @@ static void mr_nak_codes_map_to_status(struct kunit *test)
 }
 
 /*
- * [MR-VERBS-11] a closed stream's late packet is dropped and its slot reused;
+ * [MR-VERBS-11] a closed stream's late packet is dropped and its slot reused; the closed
+ * stream answers a message it completed with its MSGACK, any other with a NAK;
  * [MR-WIRE-9] [MR-VERBS-12] a Write with immediate carries IMMH in its LAST packet and
  * completes as the next receive WQE, a plain Write completes nothing.
  */
@@ -172,12 +173,14 @@ static void mr_close_and_write_imm(struct kunit *test)
 	struct mr_conn *a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
 	struct mr_conn *b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
 	struct mr_wr wr = { .opcode = MR_OP_WRITE, .flags = MR_WR_IMM, .len = 8, .imm = 42 };
+	struct mr_tx_desc d, imm_pkt;
 	struct mr_completion cm;
 	struct mr_conn_cfg cfg;
-	struct mr_tx_desc d;
 	struct mr_place pl;
 	static u8 payload[64];
-	u32 dropped;
+	struct mr_pkt ack;
+	int nak, msgack;
+	u32 dropped, i;
 
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	KUNIT_ASSERT_NOT_NULL(test, b);
@@ -203,6 +206,7 @@ static void mr_close_and_write_imm(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, d.pkt.bth.flags & MR_F_IMM);
 	KUNIT_EXPECT_EQ(test, d.pkt.imm, 42u);
 	d.pkt.payload = payload;
+	imm_pkt = d;
 	mr_conn_receive(b, 0, &d.pkt, false, &pl);
 	KUNIT_ASSERT_TRUE(test, mr_conn_poll_completion(b, &cm));
 	KUNIT_EXPECT_EQ(test, cm.kind, (u8)MR_COMPL_RECV);
@@ -221,6 +225,24 @@ static void mr_close_and_write_imm(struct kunit *test)
 			(int)MR_RX_RESULT_DROP);
 	KUNIT_EXPECT_EQ(test, b->rx_dropped, dropped + 1);
 	KUNIT_EXPECT_FALSE(test, mr_conn_poll_completion(b, &cm));
+	/* the closed stream completed msn 0 and 1: msn 2 never will, and is refused */
+	nak = 0;
+	while (mr_conn_next_ack(b, 0, &ack))
+		if (ack.bth.opcode == MR_OP_NAK && ack.bth.stream == 20 && ack.bth.msn == 2 &&
+		    ack.nak.code == MR_NAK_INVALID_REQUEST)
+			nak++;
+	KUNIT_EXPECT_EQ(test, nak, 1);
+	/* msn 1 again (its MSGACK was lost): answered with the closed stream's MSGACK */
+	imm_pkt.pkt.payload = payload;
+	imm_pkt.pkt.bth.flags |= MR_F_ACK_REQ;
+	KUNIT_EXPECT_EQ(test, (int)mr_conn_receive(b, 0, &imm_pkt.pkt, false, &pl),
+			(int)MR_RX_RESULT_DROP);
+	msgack = 0;
+	while (mr_conn_next_ack(b, 0, &ack))
+		for (i = 0; ack.bth.opcode == MR_OP_ACK && i < ack.ack.n_msg_acks; i++)
+			if (ack.ack.msg_acks[i].stream == 20 && ack.ack.msg_acks[i].msn_cum == 2)
+				msgack++;
+	KUNIT_EXPECT_EQ(test, msgack, 1);
 	KUNIT_EXPECT_EQ(test, mr_conn_open_stream(b, 21, 11, mr_test_stream(test)), 0);
 }
 

@@ -483,7 +483,8 @@ TEST(Close, LatePacketsForAClosedStreamAreDroppedAndTheSlotReused_MR_VERBS_11)
 // [MR-VERBS-11] [MR-REL-11] the responder completes a Send and its QP is destroyed, but
 // the ACK that carried the MSGACK is lost: the requester's probe is answered with the
 // closed stream's MSGACK, so its Send completes instead of being probed for ever. A
-// message the stream did not complete gets no MSGACK, and an id opened again forgets.
+// message the stream did not complete is refused with a NAK; the newest record of an
+// id is the one that answers.
 TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 {
 	Pair p;
@@ -538,14 +539,29 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 	EXPECT_EQ(ca[0].status, MR_WC_SUCCESS);
 	EXPECT_EQ(ca[0].cookie, 1u);
 
-	// msn 1 was never completed by the closed stream: a packet of it gets no MSGACK
+	// msn 1 was never completed by the closed stream and never will be: a packet of it
+	// gets no MSGACK but a NAK, and the Send fails instead of being probed for ever
 	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 2), 0);
 	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
 	d.pkt.payload = payload.data();
 	EXPECT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_DROP);
-	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
-		for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+	bool nak = false;
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
+		if (ack.bth.opcode == MR_OP_NAK) {
+			EXPECT_EQ(ack.nak.code, MR_NAK_INVALID_REQUEST);
+			EXPECT_EQ(ack.bth.stream, 20u);
+			EXPECT_EQ(ack.bth.msn, 1u);
+			nak = true;
+		}
+		for (u32 i = 0; ack.bth.opcode == MR_OP_ACK && i < ack.ack.n_msg_acks; i++)
 			EXPECT_NE(ack.ack.msg_acks[i].stream, 20u) << "msn 1 is not acknowledged";
+		mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+	}
+	EXPECT_TRUE(nak) << "a message of the closed stream is refused";
+	ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_REM_INV_REQ_ERR);
+	EXPECT_EQ(ca[0].cookie, 2u);
 
 	// the id opened and closed again (a new QP with the old number): its newer record
 	// is the one that counts
@@ -554,9 +570,13 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 	d.pkt.bth.msn = 0;
 	d.pkt.bth.flags |= MR_F_ACK_REQ;
 	mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl);
-	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
-		for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+	nak = false;
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
+		nak |= ack.bth.opcode == MR_OP_NAK && ack.bth.msn == 0;
+		for (u32 i = 0; ack.bth.opcode == MR_OP_ACK && i < ack.ack.n_msg_acks; i++)
 			EXPECT_NE(ack.ack.msg_acks[i].stream, 20u) << "the older stream's record";
+	}
+	EXPECT_TRUE(nak) << "the newer stream completed nothing";
 }
 
 // [MR-VERBS-11] a closed requester stream drops its messages; acknowledgments of its
