@@ -106,6 +106,8 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 		/* [MR-VERBS-11] remember what it completed, for a probe whose MSGACK was lost */
 		struct mr_rx_closed *r = &c->closed[c->closed_next++ % MR_CLOSED_STREAMS];
 
+		if (r->valid && (r->touched || r->nak_pending))
+			c->closed_due--;	/* overwritten with its answer due */
 		r->id = c->rx[slot]->id;
 		r->msn_cum = c->rx[slot]->msn_reported;
 		r->valid = true;

@@ -144,6 +144,7 @@ struct mr_conn {
 	u32 n_slots;		/* slots from n_slots on are closed */
 	struct mr_rx_closed closed[MR_CLOSED_STREAMS];	/* a ring, newest at closed_next - 1 */
 	u32 closed_next;
+	u32 closed_due;		/* records with a MSGACK or NAK due; 0: ACKs skip the ring */
 	/* Event counters, for the caller's statistics; they only grow (and wrap). */
 	u32 retransmits;	/* packets sent again, for any reason */
 	u32 msg_probes;

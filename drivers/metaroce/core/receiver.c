@@ -30,6 +30,8 @@ static bool mr_rx_closed_answer(struct mr_conn *c, u32 id, u32 msn)
 
 		if (!r->valid || r->id != id)
 			continue;
+		if (!r->touched && !r->nak_pending)
+			c->closed_due++;
 		if (mr_seq_before(msn, r->msn_cum)) {
 			r->touched = true;
 		} else {
@@ -378,6 +380,13 @@ drop:
 	return MR_RX_RESULT_DROP;
 }
 
+static void mr_ack_add_msgack(struct mr_ackh *ack, u32 stream, u32 msn_cum)
+{
+	ack->msg_acks[ack->n_msg_acks].stream = stream;
+	ack->msg_acks[ack->n_msg_acks].msn_cum = msn_cum;
+	ack->n_msg_acks++;
+}
+
 /* [MR-ACK-1] [MR-ACK-2] [MR-ACK-4] [MR-ACK-6] */
 static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 {
@@ -408,23 +417,22 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 
 		if (!st->in_use || !st->touched)
 			continue;
-		ack->msg_acks[ack->n_msg_acks].stream = st->id;
-		ack->msg_acks[ack->n_msg_acks].msn_cum = st->msn_reported;
-		ack->n_msg_acks++;
+		mr_ack_add_msgack(ack, st->id, st->msn_reported);
 		st->touched = false;
 		if (ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS)
 			c->rr_msgack = slot + 1;
 	}
 	/* [MR-VERBS-11] closed streams that were probed for what they completed */
-	for (i = 0; i < MR_CLOSED_STREAMS && ack->n_msg_acks < MR_ACK_MAX_MSG_ACKS; i++) {
+	for (i = 0; c->closed_due && i < MR_CLOSED_STREAMS &&
+	     ack->n_msg_acks < MR_ACK_MAX_MSG_ACKS; i++) {
 		struct mr_rx_closed *r = &c->closed[i];
 
 		if (!r->valid || !r->touched)
 			continue;
-		ack->msg_acks[ack->n_msg_acks].stream = r->id;
-		ack->msg_acks[ack->n_msg_acks].msn_cum = r->msn_cum;
-		ack->n_msg_acks++;
+		mr_ack_add_msgack(ack, r->id, r->msn_cum);
 		r->touched = false;
+		if (!r->nak_pending)
+			c->closed_due--;
 	}
 	c->acks_sent++;
 	s->ce_count = 0;
@@ -436,7 +444,8 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < c->n_slots; i++)
 		if (c->rx[i]->in_use && c->rx[i]->touched)
 			s->ack_now = true;
-	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < MR_CLOSED_STREAMS; i++)
+	for (i = 0; c->closed_due && ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS &&
+	     i < MR_CLOSED_STREAMS; i++)
 		if (c->closed[i].valid && c->closed[i].touched)
 			s->ack_now = true;
 }
@@ -470,7 +479,7 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 		st->nak_pending = false;
 		return true;
 	}
-	for (i = 0; i < MR_CLOSED_STREAMS; i++) {
+	for (i = 0; c->closed_due && i < MR_CLOSED_STREAMS; i++) {
 		struct mr_rx_closed *r = &c->closed[i];
 
 		if (!r->valid || !r->nak_pending)
@@ -478,6 +487,8 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 		/* [MR-VERBS-11] a message of a closed stream: it never completes */
 		mr_build_nak(c, r->id, r->nak_msn, MR_NAK_INVALID_REQUEST, 0, out);
 		r->nak_pending = false;
+		if (!r->touched)
+			c->closed_due--;
 		return true;
 	}
 	return false;
