@@ -6,7 +6,7 @@
 # which bench.sh collects and the report tool turns into tables and plots.
 #
 # Arguments (from bench.sh): QUICK (1: the short version), PERFTEST (below),
-# SCENARIOS (default: "loss multipath failure incast manyqp").
+# SCENARIOS (default: "loss multipath failure incast manyqp perftest").
 #
 # RDMA traffic goes through rdma_bw/rdma_lat, which pick the tool per device:
 # mr_ktraffic's two-host mode, or perftest for a transport named in PERFTEST
@@ -17,13 +17,13 @@ set -o pipefail
 quick=${1:-0}
 if [ "$quick" = demo ]; then	# make demo: the loss sweep's 0% and 1% only
 	reps=1 dur=4 lat_dur=2 losses=(0 1) ks=(1 8) fail_dur=20 cut_s=5 incast_ns=(2 8)
-	qps=(1 8)
+	qps=(1 8) pt_losses=(0 1)
 elif [ "$quick" = 1 ]; then
 	reps=1 dur=4 lat_dur=2 losses=(0 1 10) ks=(1 8) fail_dur=20 cut_s=5 incast_ns=(2 8)
-	qps=(1 8)
+	qps=(1 8) pt_losses=(0 1 10)
 else
 	reps=5 dur=6 lat_dur=3 losses=(0 0.5 1 2 5 10) ks=(1 2 4 8) fail_dur=30 cut_s=6
-	incast_ns=(2 4 6 8) qps=(1 4 16)
+	incast_ns=(2 4 6 8) qps=(1 4 16) pt_losses=(0 1 10)
 fi
 links=$MR_LINKS
 size=65536 depth=16 lat_size=64
@@ -31,10 +31,10 @@ size=65536 depth=16 lat_size=64
 # any of the transports' flows here.
 mp_rate=2mbit
 perftest=" ${2:-} "
-# perftest on MetaRoCE loads our provider (bench.sh built it).
-[[ "$perftest" != *" metaroce "* ]] || use_provider
-scenarios=" ${3:-loss multipath failure incast manyqp} "
+scenarios=" ${3:-loss multipath failure incast manyqp perftest} "
 want() { [[ "$scenarios" == *" $1 "* ]]; }
+# perftest on MetaRoCE loads our provider (bench.sh built it).
+if [[ "$perftest" == *" metaroce "* ]] || want perftest; then use_provider; fi
 
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
 step=0
@@ -206,6 +206,26 @@ rdma_lat() {
 		say "$1 $2 $3 rep $4: latency run failed"
 		echo "$out" | sed 's/^/# bench:   /'
 	fi
+}
+
+# pt_bw OP TRANSPORT LOSS REP: perftest's ib_OP_bw (write, send or read) for dur
+# seconds, as a user runs it; scenario pt_OP.  For a Read the server's side sends
+# the data, so MetaRoCE's counters in the run's details are the requester's.
+pt_bw() {
+	local out mbps err=0 bytes
+	sync_step
+	fresh "$2"
+	run_mark
+	out=$(perftest_pair "${dev[$2]}" "$size" "ib_$1_bw" "$dur")
+	mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")
+	[ -n "$mbps" ] || err=1
+	bytes=$(awk -v m="${mbps:-0}" -v d="$dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
+	run_details "pt_$1" "$2" "$3" "$4" "${bytes:-0}"
+	[ "$MR_ROLE" = a ] || return 0
+	[ "$err" = 0 ] || echo "$out" | tail -n 5 | sed 's/^/# bench:   /'
+	emit "pt_$1" "$2" "$3" "$4" goodput_MBps "${mbps:-0}"
+	emit "pt_$1" "$2" "$3" "$4" errors "$err"
+	say "perftest ib_$1_bw $2 loss $3% rep $4: ${mbps:-0} MB/s$([ "$err" = 0 ] || echo ", the run failed")"
 }
 
 # tcp_bw SCENARIO PARAM REP: one iperf3 flow, receiver's goodput in MB/s.
@@ -491,6 +511,23 @@ for ((rep = 1; rep <= reps; rep++)); do
 		for t in metaroce rxe; do manyqp_run "$t" "$q" "$rep"; done
 	done
 done
+
+fi
+
+if want perftest; then
+# ---- 6. perftest on one wire: ib_write_bw, ib_send_bw and ib_read_bw through the
+# Verbs providers (ours and rdma-core's rxe), the route on link 1 only, loss on it ----
+fabric_use 1
+for ((rep = 1; rep <= reps; rep++)); do
+	for loss in "${pt_losses[@]}"; do
+		shape_all "loss $loss%"
+		for op in write send read; do
+			for t in metaroce rxe; do pt_bw "$op" "$t" "$loss" "$rep"; done
+		done
+	done
+done
+shape_all ""
+fabric_use "$links"
 
 fi
 

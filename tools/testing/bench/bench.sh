@@ -8,7 +8,8 @@
 #                         instead of mr_ktraffic (default: mr_ktraffic for both,
 #                         the same tool on both RDMA transports); "metaroce rxe"
 #                         runs perftest on both, MetaRoCE's through our provider
-#   BENCH_SCENARIOS="loss failure"  a subset (default: all five)
+#   BENCH_SCENARIOS="loss failure"  a subset (default: all six: loss multipath
+#                         failure incast manyqp perftest)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
 #                         and its plots to Documentation/metaroce/results/
 #                         (only if the run passed: no guest died or timed out)
@@ -25,8 +26,12 @@ make -s -C "$top" module-6.12
 kver=$("$top/scripts/kver.sh" version 6.12)
 make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/metaroce/ktraffic" \
 	W=1 modules >/dev/null
-# perftest on MetaRoCE goes through our rdma-core provider.
-[[ " $perftest " != *" metaroce "* ]] || make -s -C "$top" provider
+# perftest on MetaRoCE (BENCH_PERFTEST, the perftest scenario) goes through our
+# rdma-core provider.
+scenarios=" ${BENCH_SCENARIOS:-perftest} "
+if [[ " $perftest " == *" metaroce "* || "$scenarios" == *" perftest "* ]]; then
+	make -s -C "$top" provider
+fi
 cmake -S "$here/report" -B "$top/build/bench-report" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$top/build/bench-report" -j "$(nproc)" >/dev/null
 ctest --test-dir "$top/build/bench-report" --output-on-failure >/dev/null || {
@@ -39,8 +44,8 @@ out=$top/build/bench-results/$stamp
 mkdir -p "$out"
 name=bench-$stamp
 log_a=$top/build/vm-logs/$name-a.log
-timeout=7200 minutes="60 to 80"
-[ "$quick" = 1 ] && timeout=1200 minutes="about 10"
+timeout=7200 minutes="70 to 90"
+[ "$quick" = 1 ] && timeout=1800 minutes="about 15"
 [ "$quick" = demo ] && timeout=900 minutes="3 to 5"
 echo "bench: booting two guests with 8 fabric links (TCG); the run takes $minutes" \
 	"minutes; results in $out"
