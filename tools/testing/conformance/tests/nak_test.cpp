@@ -104,6 +104,29 @@ TEST_F(NakTest, MR_SEC_1_ZeroLengthWriteAndReadNeedNoKey) {
   EXPECT_EQ(hex(mr_bytes(t, 0, 64)), hex(pattern(64, 0x30)));
 }
 
+// [MR-VERBS-8], [MR-SEC-8]: once the consumer moves the DUT's QP to Error, a valid Write
+// and a valid Read for its stream are refused with NAK REMOTE_OP_ERROR (not INVALID_REQUEST:
+// the request is good, the QP cannot execute it), nothing is placed and nothing is read.
+TEST_F(NakTest, MR_VERBS_8_QpInErrorRefusesWithRemoteOpError) {
+  CLAUSES("MR-VERBS-8 MR-SEC-8 MR-NAK-1 MR-NAK-3");
+  Target t = target("rw", 4096, 0x30);
+  P.dut.cmd("error " + std::to_string(t.s.qp));
+  ASSERT_EQ(qp_state(t.s), kQpsErr);
+  Packet w = P.write_pkt(t.s, 0, t.mr.va, t.mr.rkey, 64, 0, pattern(64, 1));
+  expect_nak(t.s, w, kNakRemoteOpError);
+  EXPECT_EQ(hex(mr_bytes(t, 0, 64)), hex(pattern(64, 0x30))) << "placed into an errored QP's MR";
+
+  Packet r = P.read_pkt(t.s, 2, t.mr.va, t.mr.rkey, 64);
+  r.bth.flags |= kAckReq;
+  P.send_seq(r, 1);
+  auto n = P.wait_nak(t.s.dut_qpn, 500);
+  ASSERT_TRUE(n) << "no NAK for a Read to an errored QP";
+  EXPECT_EQ(n->pkt.nak.code, kNakRemoteOpError);
+  EXPECT_EQ(n->pkt.bth.msn, 0u) << "not the first message the stream did not complete";
+  expect_none([](const Received &x) { return x.pkt.bth.opcode == kReadResp; }, 200,
+              "a READ_RESP from an errored QP");
+}
+
 TEST_F(NakTest, MR_SEC_2_SendLongerThanReceiveNaked) {
   CLAUSES("MR-SEC-2 MR-NAK-2 MR-WIRE-6");
   Peer::Stream s = P.open_stream();
