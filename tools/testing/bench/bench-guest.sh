@@ -145,14 +145,19 @@ perftest_pair() {
 	return 0
 }
 
-# rdma_bw SCENARIO TRANSPORT PARAM REP: goodput (MB/s) and application errors.
+# rdma_bw SCENARIO TRANSPORT PARAM REP [TOOL]: goodput (MB/s) and application
+# errors, from perftest's TOOL (ib_write_bw, ib_send_bw, ib_read_bw) when given, else
+# from ib_write_bw for a transport named in PERFTEST, else from mr_ktraffic's Writes.
+# For a Read the server's side sends the data, so MetaRoCE's counters in the run's
+# details are the requester's.
 rdma_bw() {
-	local out mbps err=0
+	local out mbps bytes err=0 tool=${5:-}
 	sync_step
 	fresh "$2"
 	run_mark
-	if [[ "$perftest" == *" $2 "* ]]; then
-		out=$(perftest_pair "${dev[$2]}" "$size" ib_write_bw "$dur")
+	[ -n "$tool" ] || [[ "$perftest" != *" $2 "* ]] || tool=ib_write_bw
+	if [ -n "$tool" ]; then
+		out=$(perftest_pair "${dev[$2]}" "$size" "$tool" "$dur")
 		# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]",
 		# perftest's MB being MiB: turned into 10^6 bytes as mr_ktraffic counts.
 		mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")
@@ -206,26 +211,6 @@ rdma_lat() {
 		say "$1 $2 $3 rep $4: latency run failed"
 		echo "$out" | sed 's/^/# bench:   /'
 	fi
-}
-
-# pt_bw OP TRANSPORT LOSS REP: perftest's ib_OP_bw (write, send or read) for dur
-# seconds, as a user runs it; scenario pt_OP.  For a Read the server's side sends
-# the data, so MetaRoCE's counters in the run's details are the requester's.
-pt_bw() {
-	local out mbps err=0 bytes
-	sync_step
-	fresh "$2"
-	run_mark
-	out=$(perftest_pair "${dev[$2]}" "$size" "ib_$1_bw" "$dur")
-	mbps=$(awk -v s="$size" '$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")
-	[ -n "$mbps" ] || err=1
-	bytes=$(awk -v m="${mbps:-0}" -v d="$dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
-	run_details "pt_$1" "$2" "$3" "$4" "${bytes:-0}"
-	[ "$MR_ROLE" = a ] || return 0
-	[ "$err" = 0 ] || echo "$out" | tail -n 5 | sed 's/^/# bench:   /'
-	emit "pt_$1" "$2" "$3" "$4" goodput_MBps "${mbps:-0}"
-	emit "pt_$1" "$2" "$3" "$4" errors "$err"
-	say "perftest ib_$1_bw $2 loss $3% rep $4: ${mbps:-0} MB/s$([ "$err" = 0 ] || echo ", the run failed")"
 }
 
 # tcp_bw SCENARIO PARAM REP: one iperf3 flow, receiver's goodput in MB/s.
@@ -522,7 +507,9 @@ for ((rep = 1; rep <= reps; rep++)); do
 	for loss in "${pt_losses[@]}"; do
 		shape_all "loss $loss%"
 		for op in write send read; do
-			for t in metaroce rxe; do pt_bw "$op" "$t" "$loss" "$rep"; done
+			for t in metaroce rxe; do
+				rdma_bw "pt_$op" "$t" "$loss" "$rep" "ib_${op}_bw"
+			done
 		done
 	done
 done
