@@ -15,6 +15,18 @@ namespace {
 constexpr const char *kGoodput = "goodput_MBps";
 constexpr double kSettleMs = 1000;	// failure runs: setup and ramp-up, not the baseline
 constexpr double kRecoveredFraction = 0.8;
+// The perftest scenario's operations: scenario "pt_OP", perftest's tool "ib_OP_bw".
+constexpr const char *kPerftestOps[] = {"write", "send", "read"};
+
+std::string pt_scenario(const std::string &op)
+{
+	return "pt_" + op;
+}
+
+std::string pt_tool(const std::string &op)
+{
+	return "ib_" + op + "_bw";
+}
 
 std::optional<double> one(const Results &r, const std::string &scenario, const std::string &t,
 			  const std::string &metric)
@@ -199,13 +211,13 @@ std::vector<Goal> evaluate_goals(const Results &r, double rto_ms)
 			 ratio(loss("metaroce", "0"), loss("tcp", "0")), 0.8, false,
 			 "one iperf3 flow on the same fabric"});
 	auto pt = [&](const std::string &op, const std::string &t, const std::string &p) {
-		return r.median("pt_" + op, t, p, kGoodput);
+		return r.median(pt_scenario(op), t, p, kGoodput);
 	};
 	goals.push_back({"perftest, one wire: MetaRoCE ib_write_bw lossless / rxe's", ">= 2.0",
 			 ratio(pt("write", "metaroce", "0"), pt("write", "rxe", "0")), 2.0, false,
 			 "the route on one fabric link; MetaRoCE through its rdma-core provider"});
-	for (const char *op : {"write", "send", "read"}) {
-		std::string tool = std::string("ib_") + op + "_bw";
+	for (const char *op : kPerftestOps) {
+		std::string tool = pt_tool(op);
 		goals.push_back({"perftest, one wire: MetaRoCE " + tool + " at 1% loss / lossless",
 				 ">= 0.95", ratio(pt(op, "metaroce", "1"), pt(op, "metaroce", "0")),
 				 0.95, false, "loss on the one link, both ways"});
@@ -450,8 +462,8 @@ std::string markdown(const Results &r, const RunInfo &info)
 			   << " KiB per QP\n";
 	}
 	bool any_pt = false;
-	for (const char *op : {"write", "send", "read"})
-		any_pt |= !r.params(std::string("pt_") + op).empty();
+	for (const char *op : kPerftestOps)
+		any_pt |= !r.params(pt_scenario(op)).empty();
 	if (any_pt) {
 		md << "\n## 6. perftest on one wire: ib_write_bw, ib_send_bw, ib_read_bw\n\n"
 		      "Messages of " << meta("size") << " B for " << meta("duration_s")
@@ -460,28 +472,31 @@ std::string markdown(const Results &r, const RunInfo &info)
 		      "loss on that link; MetaRoCE through its rdma-core provider, rxe through "
 		      "rdma-core's. Goodput (MB/s, 10^6 bytes) and its ratio to the same "
 		      "transport lossless; the last table compares the transports.\n";
-		for (const char *op : {"write", "send", "read"}) {
-			std::string sc = std::string("pt_") + op;
-			if (r.params(sc).empty())
+		for (const char *op : kPerftestOps) {
+			if (r.params(pt_scenario(op)).empty())
 				continue;
-			md << "\n### ib_" << op << "_bw\n\n" << ratio_table(r, sc, "0", "loss %", "x 0%");
+			md << "\n### " << pt_tool(op) << "\n\n"
+			   << ratio_table(r, pt_scenario(op), "0", "loss %", "x 0%");
 		}
-		md << "\n### MetaRoCE / rxe\n\n| loss % | ib_write_bw | ib_send_bw | ib_read_bw |\n"
-		      "|---|---|---|---|\n";
-		for (const auto &p : r.params("pt_write")) {
+		md << "\n### MetaRoCE / rxe\n\n| loss % |";
+		for (const char *op : kPerftestOps)
+			md << " " << pt_tool(op) << " |";
+		md << "\n|---|";
+		for (size_t i = 0; i < std::size(kPerftestOps); i++)
+			md << "---|";
+		md << "\n";
+		for (const auto &p : r.params(pt_scenario(kPerftestOps[0]))) {
 			md << "| " << p << " |";
-			for (const char *op : {"write", "send", "read"}) {
-				std::string sc = std::string("pt_") + op;
+			for (const char *op : kPerftestOps)
 				md << " "
-				   << ratio_cell(ratio(r.median(sc, "metaroce", p, kGoodput),
-						       r.median(sc, "rxe", p, kGoodput)))
+				   << ratio_cell(ratio(r.median(pt_scenario(op), "metaroce", p, kGoodput),
+						       r.median(pt_scenario(op), "rxe", p, kGoodput)))
 				   << " |";
-			}
 			md << "\n";
 		}
-		for (const char *op : {"write", "send", "read"})
-			if (auto t = details_table(r, std::string("pt_") + op, "loss %"); !t.empty())
-				md << "\n### What each ib_" << op << "_bw run cost (medians; "
+		for (const char *op : kPerftestOps)
+			if (auto t = details_table(r, pt_scenario(op), "loss %"); !t.empty())
+				md << "\n### What each " << pt_tool(op) << " run cost (medians; "
 				   << "MetaRoCE's counters are the client's)\n\n" << t;
 	}
 	return md.str();
@@ -637,8 +652,8 @@ std::vector<std::filesystem::path> write_plots(const Results &r, const std::file
 		out.push_back(table_plot(r, dir, "multipath", "multipath", kGoodput, true, "1",
 					 "Goodput over K rate-limited links, relative to K = 1",
 					 "links", "x one link"));
-	for (const char *op : {"write", "send", "read"}) {
-		std::string sc = std::string("pt_") + op, tool = std::string("ib_") + op + "_bw";
+	for (const char *op : kPerftestOps) {
+		std::string sc = pt_scenario(op), tool = pt_tool(op);
 		if (r.params(sc).empty())
 			continue;
 		out.push_back(table_plot(r, dir, sc + "_goodput", sc, kGoodput, false, "",
