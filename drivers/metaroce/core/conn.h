@@ -131,6 +131,7 @@ struct mr_conn {
 	u64 last_rto_ns;	/* [MR-REL-5] when a path last timed out (0: never) */
 	u32 last_rto_path;	/* and which */
 	u64 last_tlp_ns;	/* [MR-REL-6] when the last tail-loss probe went (0: never) */
+	u64 rebalance_at_ns;	/* [MR-PATH-10] the end of this epoch (0: none begun) */
 	struct mr_path_tx tx_path[MR_MAX_PATHS];
 	struct mr_sack_rx rx_path[MR_MAX_PATHS];
 	/*
@@ -157,6 +158,7 @@ struct mr_conn {
 	u32 spurious_rtos;	/* RTOs whose "lost" packets all arrived: window restored */
 	u32 rtos_held;		/* RTOs put off while the whole connection was silent */
 	u32 path_failures;	/* paths failed and re-rolled, [MR-PATH-6] */
+	u32 path_rebalances;	/* paths moved off a shared bottleneck, [MR-PATH-10] */
 	u32 ecn_echoes;		/* CE marks the peer's ACKs reported */
 	u32 naks_received;
 	u32 rx_bad_rsns;	/* Sends naming a receive they cannot have, [MR-SEC-2] */

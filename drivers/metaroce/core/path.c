@@ -16,6 +16,8 @@ u32 mr_path_free_window(const struct mr_path_tx *p)
 {
 	u32 limit, span = p->next_psn - p->una;
 
+	if (p->repath)
+		return 0;	/* [MR-PATH-10] draining before it moves */
 	switch (p->state) {
 	case MR_PATH_ACTIVE:
 		limit = mr_cc_window(&p->cc);
@@ -152,6 +154,7 @@ bool mr_path_on_rto(struct mr_path_tx *p, u8 fail_rtos, u16 new_entropy)
 	p->failures++;
 	p->entropy = new_entropy;
 	p->rerolls++;
+	p->repath = false;	/* it moved already */
 	p->state = MR_PATH_PROBE;
 	p->consecutive_rtos = 0;
 	p->backoff = 0;

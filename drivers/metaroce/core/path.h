@@ -21,6 +21,18 @@
  * stale RTT estimate: its next sample restarts the estimators.
  */
 #define MR_RTT_STALE_SRTTS	8
+/*
+ * [MR-PATH-10] every MR_REBALANCE_SRTTS of the slowest path's SRTT the sender compares
+ * what its paths delivered; one that delivered less than MR_REBALANCE_SHARE_Q10 / 1024
+ * of the best path, while congested, moves to new entropy.  The best path must have
+ * delivered at least MR_REBALANCE_MIN_PKTS for the comparison to count.  Each n_paths
+ * moves double the epochs in a row a path must be slow before it moves, up to
+ * 2^MR_REBALANCE_BACKOFF_MAX.
+ */
+#define MR_REBALANCE_SRTTS	4
+#define MR_REBALANCE_SHARE_Q10	683	/* 2/3 */
+#define MR_REBALANCE_MIN_PKTS	16
+#define MR_REBALANCE_BACKOFF_MAX	4
 
 /* An echoed timestamp older than this is taken for a wrapped or stale one. */
 #define MR_TS_SAMPLE_MAX_US	1000000u
@@ -65,6 +77,10 @@ struct mr_path_tx {
 	u64 last_ack_ns;
 	bool tlp_done;		/* one tail-loss probe per silence */
 	bool rtt_restart;	/* sent after a stale idle: the next sample restarts */
+	bool repath;		/* [MR-PATH-10] leaves for new entropy once drained */
+	bool epoch_congested;	/* [MR-PATH-10] a CE mark, a queue or an RTO this epoch */
+	u32 epoch_delivered;	/* [MR-PATH-10] data packets delivered this epoch */
+	u8 slow_epochs;		/* [MR-PATH-10] consecutive epochs it was slow */
 	struct mr_rtt rtt;
 	struct mr_cc_path cc;
 	struct mr_tx_rec rec[MR_SACK_BITS];	/* indexed by psn % 256 */
@@ -80,7 +96,7 @@ struct mr_path_tx {
 	u64 stall_floor_ns;
 	u64 stall_floor_at_ns;
 	u32 failures;
-	u32 rerolls;
+	u32 rerolls;		/* entropy changes: failures and rebalances */
 	u32 lost;
 	u32 sent;
 };

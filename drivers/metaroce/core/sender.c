@@ -673,6 +673,100 @@ static void mr_path_undo_rto(struct mr_conn *c, struct mr_path_tx *tp, const str
 			mr_path_stall_floor_raise(&c->tx_path[p], now, now - tp->undo_sent_ns);
 }
 
+/* [MR-PATH-2] an entropy that none of the connection's paths uses. */
+static u16 mr_conn_new_entropy(struct mr_conn *c)
+{
+	u16 used[MR_MAX_PATHS];
+	u32 p;
+
+	for (p = 0; p < c->cfg.n_paths; p++)
+		used[p] = c->tx_path[p].entropy;
+	return mr_entropy_pick(&c->rng, used, c->cfg.n_paths);
+}
+
+/*
+ * [MR-PATH-10] a path chosen to move leaves once nothing it sent is outstanding: its
+ * packets on the old route and the new could otherwise arrive out of PSN order, and a
+ * path's gap means loss ([MR-SACK-3]).  It keeps its PSN space and window; its RTT
+ * estimators restart with the first sample of the new route.
+ */
+static void mr_path_repath(struct mr_conn *c, struct mr_path_tx *tp)
+{
+	if (!tp->repath || tp->outstanding)
+		return;
+	tp->entropy = mr_conn_new_entropy(c);
+	tp->repath = false;
+	tp->rerolls++;
+	tp->rtt_restart = true;
+	c->path_rebalances++;
+}
+
+/*
+ * [MR-PATH-10] hashing puts some paths on the same link and none on others; a path that
+ * shares its bottleneck delivers a fraction of what a path alone on one does.  Once per
+ * epoch (MR_REBALANCE_SRTTS of the largest SRTT), the ACTIVE path that delivered least
+ * moves to new entropy if it was congested and delivered less than 2/3 of the path that
+ * delivered most.  One path per epoch, so that two paths of one link do not both leave
+ * it empty; a path with no congestion is slow because the sender had little to send.
+ * When moving cannot help (more paths than links, or all on one), paths stay slow and
+ * keep moving: every n_paths moves double the epochs in a row a path must be slow
+ * before it moves, up to 2^MR_REBALANCE_BACKOFF_MAX.
+ */
+static void mr_conn_rebalance(struct mr_conn *c, u64 now)
+{
+	u32 p, best = 0, slow = c->cfg.n_paths, backoff;
+	u64 srtt = 0;
+
+	if (now < c->rebalance_at_ns || c->cfg.n_paths < 2)
+		return;
+	for (p = 0; p < c->cfg.n_paths; p++)
+		if (c->tx_path[p].rtt.have_sample)
+			srtt = mr_max_u64(srtt, c->tx_path[p].rtt.srtt_ns);
+	if (!srtt)
+		return;
+	if (!c->rebalance_at_ns)
+		goto next_epoch;	/* the first: count from here */
+	backoff = mr_min_u32(c->path_rebalances / c->cfg.n_paths, MR_REBALANCE_BACKOFF_MAX);
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		const struct mr_path_tx *tp = &c->tx_path[p];
+
+		if (tp->state == MR_PATH_ACTIVE && !tp->repath)
+			best = mr_max_u32(best, tp->epoch_delivered);
+	}
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		struct mr_path_tx *tp = &c->tx_path[p];
+		bool is_slow = best >= MR_REBALANCE_MIN_PKTS && tp->state == MR_PATH_ACTIVE &&
+			       !tp->repath && tp->epoch_congested &&
+			       (u64)tp->epoch_delivered * MR_Q10 <
+				       (u64)best * MR_REBALANCE_SHARE_Q10;
+
+		if (!is_slow) {
+			tp->slow_epochs = 0;
+			continue;
+		}
+		if (tp->slow_epochs < 255)
+			tp->slow_epochs++;
+		if (tp->slow_epochs < 1u << backoff)
+			continue;
+		if (slow == c->cfg.n_paths ||
+		    tp->epoch_delivered < c->tx_path[slow].epoch_delivered)
+			slow = p;
+	}
+	if (slow < c->cfg.n_paths) {
+		struct mr_path_tx *tp = &c->tx_path[slow];
+
+		tp->repath = true;
+		tp->slow_epochs = 0;
+		mr_path_repath(c, tp);
+	}
+next_epoch:
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		c->tx_path[p].epoch_delivered = 0;
+		c->tx_path[p].epoch_congested = false;
+	}
+	c->rebalance_at_ns = now + MR_REBALANCE_SRTTS * srtt;
+}
+
 /* [MR-SACK-2] [MR-SACK-3] [MR-ACK-7] */
 void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 {
@@ -766,14 +860,19 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	c->ecn_echoes += ack->ce_count;
 	mr_cc_on_ack(&tp->cc, delivered, ack->ce_count, ack->pkt_count, excess_ns, tp->una,
 		     tp->next_psn);
+	/* [MR-PATH-10] */
+	tp->epoch_delivered += delivered;
+	if (ack->ce_count || (excess_ns != MR_CC_NO_SAMPLE && excess_ns))
+		tp->epoch_congested = true;
+	mr_path_repath(c, tp);
+	mr_conn_rebalance(c, now);
 }
 
 /* [MR-REL-5] every outstanding PSN of the path is lost. */
 static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 {
 	struct mr_path_tx *tp = &c->tx_path[path];
-	u16 used[MR_MAX_PATHS];
-	u32 psn, p;
+	u32 psn;
 
 	if (!tp->undo_cwnd_q10) {
 		tp->undo_from = tp->una;
@@ -793,16 +892,15 @@ static void mr_path_expire(struct mr_conn *c, u32 path, u64 now)
 		}
 	}
 	tp->una = tp->next_psn;
-	for (p = 0; p < c->cfg.n_paths; p++)
-		used[p] = c->tx_path[p].entropy;
+	tp->epoch_congested = true;	/* [MR-PATH-10] */
 	c->rtos++;
 	c->last_rto_ns = now;
 	c->last_rto_path = path;
-	if (mr_path_on_rto(tp, c->cfg.fail_rtos,
-			   mr_entropy_pick(&c->rng, used, c->cfg.n_paths))) {
+	if (mr_path_on_rto(tp, c->cfg.fail_rtos, mr_conn_new_entropy(c))) {
 		c->path_failures++;
 		tp->undo_cwnd_q10 = 0;	/* a new route: nothing to learn about the old */
 	}
+	mr_path_repath(c, tp);
 	c->avoid_path = path;
 }
 

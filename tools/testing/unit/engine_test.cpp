@@ -467,6 +467,73 @@ TEST(Path, ThirdConsecutiveRtoFailsAndRerollsEntropy_MR_PATH_6)
 	delete p;
 }
 
+// [MR-PATH-10] at an epoch's end the congested path that delivered under 2/3 of the best
+// is marked to move: it sends nothing until what it sent is acknowledged, then takes
+// entropy no other path uses and remeasures its RTT.  A path as slow but not congested
+// stays where it is: the sender had little to send it.
+TEST(Path, CongestedSlowPathDrainsThenMovesToNewEntropy_MR_PATH_10)
+{
+	for (bool congested : { false, true }) {
+		SCOPED_TRACE(congested ? "congested" : "not congested");
+		Pair p(2);
+		const u64 t0 = 1'000'000'000, rtt = 100'000;
+		mr_path_tx &tp0 = p.a->tx_path[0], &tp1 = p.a->tx_path[1];
+
+		mr_rtt_sample(&tp0.rtt, rtt);
+		mr_rtt_sample(&tp1.rtt, rtt);
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 64 * 4096, 0x1000, 1, 1), 0);
+		mr_tx_desc d;
+		u32 on1 = 0;
+		u32 n = 0;
+		u64 t = t0;
+		for (; n < 40 && t < t0 + 10 * rtt; t += 1000)
+			while (mr_conn_next_packet(p.a.get(), t, &d))
+				on1 += d.pkt.bth.path_id == 1, n++;
+		ASSERT_GT(on1, 0u) << n << " sent, none on path 1";
+		ASSERT_EQ(tp1.outstanding, on1);
+
+		mr_pkt ack{};
+		ack.bth.version = MR_VERSION;
+		ack.bth.opcode = MR_OP_ACK;
+		ack.bth.path_id = 0;
+		ack.ack.cum_psn = tp0.una;	/* nothing new: only the epoch's clock */
+		mr_conn_on_ack(p.a.get(), t, &ack);
+		ASSERT_EQ(p.a->rebalance_at_ns, t + MR_REBALANCE_SRTTS * rtt);
+
+		tp0.epoch_delivered = 30;
+		tp0.epoch_congested = true;
+		tp1.epoch_delivered = 19;	/* 2/3 of 30 is 20 */
+		tp1.epoch_congested = congested;
+		const u16 old = tp1.entropy;
+		mr_conn_on_ack(p.a.get(), p.a->rebalance_at_ns, &ack);
+		EXPECT_EQ(tp1.repath, congested);
+		EXPECT_FALSE(tp0.repath);
+		EXPECT_EQ(tp1.entropy, old) << "moved with packets on the old route";
+		EXPECT_EQ(tp0.epoch_delivered, 0u) << "a new epoch";
+		EXPECT_FALSE(tp1.epoch_congested);
+		EXPECT_EQ(p.a->rebalance_at_ns, t + 2 * MR_REBALANCE_SRTTS * rtt);
+		if (!congested) {
+			EXPECT_EQ(p.a->path_rebalances, 0u);
+			continue;
+		}
+		EXPECT_EQ(mr_path_free_window(&tp1), 0u) << "a path that moves drains first";
+		EXPECT_EQ(p.a->path_rebalances, 0u);
+
+		ack.bth.path_id = 1;
+		ack.ack.cum_psn = tp1.next_psn;
+		mr_conn_on_ack(p.a.get(), t + 5 * rtt, &ack);
+		EXPECT_FALSE(tp1.repath);
+		EXPECT_NE(tp1.entropy, old);
+		EXPECT_NE(tp1.entropy, tp0.entropy);
+		EXPECT_EQ(tp1.rerolls, 1u);
+		EXPECT_EQ(tp1.failures, 0u) << "a move is not a failure";
+		EXPECT_EQ(p.a->path_rebalances, 1u);
+		EXPECT_EQ(p.a->path_failures, 0u);
+		EXPECT_TRUE(tp1.rtt_restart) << "the new route's first sample restarts the RTT";
+		EXPECT_GT(mr_path_free_window(&tp1), 0u);
+	}
+}
+
 // [MR-PATH-5] [MR-REL-3] a path whose RTT (2 ms) exceeds the initial RTO (1 ms): the ACK
 // for the PSN its RTO already declared lost revives it and, through the echoed
 // timestamp, teaches it the RTT; without that every packet on it timed out until it failed.

@@ -60,6 +60,7 @@ struct Result {
 	uint32_t retransmits = 0;
 	uint32_t path_failures = 0;
 	uint32_t path_rerolls = 0;
+	uint32_t path_rebalances = 0;	// [MR-PATH-10] moves off a shared bottleneck
 	std::vector<uint16_t> initial_entropy;
 	std::vector<uint16_t> final_entropy;
 	std::vector<uint32_t> failures_per_path;
@@ -800,6 +801,7 @@ private:
 		res_.tail_probes = a_->tail_probes;
 		res_.retransmits = a_->retransmits;
 		res_.rx_duplicates = b_->rx_duplicates;
+		res_.path_rebalances = a_->path_rebalances;
 		for (uint32_t p = 0; p < a_->cfg.n_paths; p++) {
 			res_.path_failures += a_->tx_path[p].failures;
 			res_.path_rerolls += a_->tx_path[p].rerolls;
