@@ -156,6 +156,7 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	v[METAROCE_ENG_TAIL_PROBES - METAROCE_NR_COUNTERS] += e->tail_probes;
 	v[METAROCE_ENG_MSG_PROBES - METAROCE_NR_COUNTERS] += e->msg_probes;
 	v[METAROCE_ENG_PATH_FAILURES - METAROCE_NR_COUNTERS] += e->path_failures;
+	v[METAROCE_ENG_PATH_REBALANCES - METAROCE_NR_COUNTERS] += e->path_rebalances;
 	v[METAROCE_ENG_RX_DUPLICATES - METAROCE_NR_COUNTERS] += e->rx_duplicates;
 	v[METAROCE_ENG_RX_DROPPED - METAROCE_NR_COUNTERS] += e->rx_dropped;
 	v[METAROCE_ENG_NAKS_SENT - METAROCE_NR_COUNTERS] += e->naks_sent;

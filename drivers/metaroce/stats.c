@@ -44,6 +44,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_ENG_TAIL_PROBES].name = "tail_probes",
 	[METAROCE_ENG_MSG_PROBES].name = "msg_probes",
 	[METAROCE_ENG_PATH_FAILURES].name = "path_failures",
+	[METAROCE_ENG_PATH_REBALANCES].name = "path_rebalances",
 	[METAROCE_ENG_RX_DUPLICATES].name = "rx_duplicates",
 	[METAROCE_ENG_RX_DROPPED].name = "rx_engine_drops",
 	[METAROCE_ENG_NAKS_SENT].name = "naks_sent",

@@ -79,8 +79,8 @@ run_mark() {
 # b tells a its CPU ticks and packets, a emits per run: CPU ms per MB on each guest,
 # packets on the wire (both ways) per MB and, for MetaRoCE (its device is new for
 # each run, so its counters are the run's): data packets per ACK, the mean and the
-# largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs and
-# tail probes.  BYTES is what a's client moved (b passes 0).
+# largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs,
+# tail probes, path failures and path moves.  BYTES is what a's client moved (b passes 0).
 run_details() {
 	local b1 t1 u1 p1 mine theirs mb c v
 	read -r b1 t1 <<<"$(cpu_times)"
@@ -111,7 +111,7 @@ run_details() {
 		emit "$1" "$2" "$3" "$4" path_inflight_mean \
 			"$(awk -v s="${cnt[ack_path_inflight_sum]:-0}" -v a="$v" 'BEGIN { printf "%.1f", s / a }')"
 	fi
-	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes; do
+	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes path_failures path_rebalances; do
 		emit "$1" "$2" "$3" "$4" "$c" "${cnt[$c]:-0}"
 	done
 }

@@ -247,7 +247,7 @@ for t in $transports; do
 			'BEGIN { printf "%.0f", p / m }')"
 	fi
 	if [ "$t" = metaroce ]; then
-		want=" retransmits rtos spurious_rtos rtos_held tail_probes sack_losses msg_probes acks_sent"
+		want=" retransmits rtos spurious_rtos rtos_held tail_probes sack_losses msg_probes path_failures path_rebalances acks_sent"
 		want+=" acks_received pacer_blocked window_full tx_runs tx_run_data_packets"
 		want+=" tx_gso_skbs tx_packets rx_packets timer_past_deadlines "
 		while read -r c v; do

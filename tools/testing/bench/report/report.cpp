@@ -123,6 +123,8 @@ std::string details_table(const Results &r, const std::string &scenario,
 		{"rtos", "RTOs", 0},
 		{"spurious_rtos", "spurious RTOs", 0},
 		{"tail_probes", "tail probes", 0},
+		{"path_failures", "path failures", 0},
+		{"path_rebalances", "path moves", 0},
 	};
 	bool any = false;
 	for (const auto &t : r.transports(scenario))
