@@ -602,7 +602,8 @@ TEST_F(RelTest, MR_CONST_1_WireConstants) {
 // 8th packet (the later packets of the path reveal each gap) and acknowledge everything
 // else at once.  The DUT completes the Write, and every path failure it counts needs
 // MR_PATH_FAIL_RTOS (3) RTOs of its own: failures <= RTOs / 3; with fewer than 3 RTOs no
-// path may re-roll its entropy ([MR-PATH-6]).  In the emulated guest a path sends a
+// path may re-roll its entropy ([MR-PATH-6]) but for the moves off a shared bottleneck
+// the DUT counts in path_rebalances ([MR-PATH-10]), if it has that counter.  In the emulated guest a path sends a
 // packet every few ms, so a gap would mostly be found by an RTO before the next packet
 // is acknowledged: a lossless Write first, acknowledged 4 ms late, raises the RTOs so that
 // the gaps are found by SACK.  The counts are printed.
@@ -641,7 +642,7 @@ TEST_F(RelTest, MR_PATH_7_SackLossesAreNotFailures) {
          (unsigned long long)(P.dut.counter("path_failures") - warm_failures));
   P.in_msgs.clear();
   const uint64_t failures0 = P.dut.counter("path_failures"), rtos0 = P.dut.counter("rtos"),
-                 sack0 = P.dut.counter("sack_losses");
+                 sack0 = P.dut.counter("sack_losses"), moves0 = P.dut.counter("path_rebalances");
   std::map<unsigned, std::set<uint16_t>> sports;
   unsigned dropped = 0;
   std::map<unsigned, unsigned> firsts;  // path -> first transmissions seen
@@ -659,10 +660,12 @@ TEST_F(RelTest, MR_PATH_7_SackLossesAreNotFailures) {
   std::string wc = wait_wc(s, 20000);
   P.lose = nullptr;
   const uint64_t failures = P.dut.counter("path_failures") - failures0;
+  const uint64_t moves = moves0 == ~0ull ? 0 : P.dut.counter("path_rebalances") - moves0;
   printf("# %u first transmissions dropped, %zu paths; %llu SACK losses, %llu RTOs, %llu path "
-         "failures counted\n", dropped, sports.size(),
+         "failures and %llu moves counted\n", dropped, sports.size(),
          (unsigned long long)(P.dut.counter("sack_losses") - sack0),
-         (unsigned long long)(P.dut.counter("rtos") - rtos0), (unsigned long long)failures);
+         (unsigned long long)(P.dut.counter("rtos") - rtos0), (unsigned long long)failures,
+         (unsigned long long)moves);
   EXPECT_NE(wc.find("status=0 opcode=1 "), std::string::npos) << "Write completion: " << wc;
   EXPECT_EQ(hex(in_bytes(s.my_qpn, 1)), hex(pattern(len, 0x5a)));
   EXPECT_GE(dropped, 4u) << "too few losses to see";
@@ -670,8 +673,15 @@ TEST_F(RelTest, MR_PATH_7_SackLossesAreNotFailures) {
   ASSERT_NE(failures0, ~0ull) << "no path_failures counter";
   EXPECT_LE(3 * failures, rtos) << "path failures not explained by RTOs";
   if (rtos < 3) {
-    for (const auto &[path, set] : sports)
-      EXPECT_EQ(set.size(), 1u) << "path " << path << " re-rolled its entropy: a failure";
+    std::string changed;
+    uint64_t changes = 0;
+    for (const auto &[path, set] : sports) {
+      changes += set.size() - 1;
+      if (set.size() > 1)
+        changed += " " + std::to_string(path) + ":" + std::to_string(set.size());
+    }
+    EXPECT_LE(changes, moves) << "entropy changes (path:entropies" << changed
+                              << ") that neither a failure nor a counted move explains";
   }
 }
 
