@@ -6,7 +6,8 @@
 # which bench.sh collects and the report tool turns into tables and plots.
 #
 # Arguments (from bench.sh): QUICK (1: the short version), PERFTEST (below),
-# SCENARIOS (default: "loss multipath failure incast manyqp perftest").
+# SCENARIOS (default: "loss multipath failure incast manyqp perftest"), REPS
+# (repetitions of each run, if not the version's own).
 #
 # RDMA traffic goes through rdma_bw/rdma_lat, which pick the tool per device:
 # mr_ktraffic's two-host mode, or perftest for a transport named in PERFTEST
@@ -25,6 +26,7 @@ else
 	reps=5 dur=6 lat_dur=3 losses=(0 0.5 1 2 5 10) ks=(1 2 4 8) fail_dur=30 cut_s=6
 	incast_ns=(2 4 6 8) qps=(1 4 16) pt_losses=(0 1 10)
 fi
+[ -z "${4:-}" ] || reps=$4
 links=$MR_LINKS
 size=65536 depth=16 lat_size=64
 # Per-link rate of the multipath runs: low enough that one link cannot carry

@@ -10,6 +10,7 @@
 #                         runs perftest on both, MetaRoCE's through our provider
 #   BENCH_SCENARIOS="loss failure"  a subset (default: all six: loss multipath
 #                         failure incast manyqp perftest)
+#   BENCH_REPS=3          repetitions of each run (default 5; QUICK: 1)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
 #                         and its plots to Documentation/metaroce/results/
 #                         (only if the run passed: no guest died or timed out)
@@ -51,7 +52,8 @@ echo "bench: booting two guests with 8 fabric links (TCG); the run takes $minute
 	"minutes; results in $out"
 start=$SECONDS
 "$top/tools/testing/vm/vm.sh" --pair --links 8 --name "$name" --timeout "$timeout" \
-	"$here/bench-guest.sh" "$quick" "$perftest" "${BENCH_SCENARIOS:-}" >"$out/vm.txt" 2>&1 &
+	"$here/bench-guest.sh" "$quick" "$perftest" "${BENCH_SCENARIOS:-}" "${BENCH_REPS:-}" \
+	>"$out/vm.txt" 2>&1 &
 vm=$!
 # Progress: the client guest's "# bench:" lines as they appear in its console log.
 for _ in $(seq 100); do [ -e "$log_a" ] && break; sleep 0.2; done
@@ -78,6 +80,7 @@ cmd="make bench"
 [ "$quick" = demo ] && cmd="make demo"
 [ -z "$perftest" ] || cmd="BENCH_PERFTEST=\"$perftest\" $cmd"
 [ -z "${BENCH_SCENARIOS:-}" ] || cmd="BENCH_SCENARIOS=\"$BENCH_SCENARIOS\" $cmd"
+[ -z "${BENCH_REPS:-}" ] || cmd="BENCH_REPS=$BENCH_REPS $cmd"
 "$top/build/bench-report/bench-report" --in "$out/raw.tsv" --out "$out" \
 	--rto-ms "$((${rto_ns:-0} / 1000000))" --command "$cmd" \
 	--date "$(date -u '+%Y-%m-%d %H:%M UTC')" --machine "$machine" || rc=1
