@@ -22,8 +22,8 @@ ip netns add ct
 ip netns add cd
 ip link add v1 netns ct type veth peer name v2 netns cd
 # The tester's addresses: 1 the shared peer, 3 a second one above the DUT, the rest for
-# fresh handshakes (20-22, 24, 25: connections of one test, 23: a stranger).
-testers=(1 3 4 5 10 11 12 13 14 15 16 17 20 21 22 23 24 25)
+# fresh handshakes (20-22, 24-26: connections of one test, 23: a stranger).
+testers=(1 3 4 5 10 11 12 13 14 15 16 17 20 21 22 23 24 25 26)
 for a in "${testers[@]}"; do
 	ip -n ct addr add "198.18.1.$a/24" dev v1
 done

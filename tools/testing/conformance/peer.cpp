@@ -357,7 +357,8 @@ void Peer::take_in(Received &r) {
     dp.cum = m.cum;
     dp.got = m.got;
     if (dp.pkts < 0xffff) dp.pkts++;
-    if ((echo_ce || (r.tos & 3) == 3) && dp.ces < 0xffff) dp.ces++;
+    if ((echo_ce || (ce_paths >> p.bth.path_id & 1) || (r.tos & 3) == 3) && dp.ces < 0xffff)
+      dp.ces++;
     if (p.bth.opcode == kWrite || p.bth.opcode == kSend) {
       InMessage &m2 = in_msgs[{p.bth.stream, p.bth.msn}];
       m2.len = p.bth.opcode == kWrite ? p.reth.length : p.msgh.msg_len;
@@ -383,7 +384,7 @@ void Peer::ack_dut_path(unsigned path, const Packet *trigger) {
   a.ack.cum_psn = dp.cum;
   a.ack.ts_echo = trigger ? trigger->bth.timestamp : 0;
   a.ack.pkt_count = dp.pkts;
-  a.ack.ce_count = echo_ce ? dp.pkts : dp.ces;
+  a.ack.ce_count = echo_ce || (ce_paths >> path & 1) ? dp.pkts : dp.ces;
   a.ack.rate_hint = rate_hint;
   PathModel m{dp.cum, dp.got};
   a.ack.sack = m.sack();

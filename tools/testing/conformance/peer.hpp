@@ -118,6 +118,7 @@ class Peer {
   bool auto_ack = true;
   bool send_msgack = true;  // our ACKs carry MSGACKs for the DUT's messages
   bool echo_ce = false;  // report every packet as CE-marked
+  uint32_t ce_paths = 0;  // and every packet of these paths (bit per path id)
   uint16_t rate_hint = 0;  // our ACKs' rate_hint ([MR-CC-10] encoding; 0: no hint)
   // Packets for which this returns true are treated as lost: not recorded, not acked.
   std::function<bool(const Received &)> lose;

@@ -156,5 +156,112 @@ TEST_F(CcTest, MR_CC_4_LossCutsOncePerRoundAndOnlyWhenCongested) {
   EXPECT_GE(sacks, 20u) << "the DUT found too few losses by SACK";
 }
 
+// [MR-PATH-10] [MR-PATH-2]: a path that shares a congested bottleneck moves to new
+// entropy, and only once what it sent is acknowledged.  A connection of its own
+// (198.18.1.26) with 4 paths; we take the DUT's packets in 10 ms after they arrive, as
+// over a link with no queue, and report every packet of path 1 CE-marked, as if path 1
+// alone crossed a marking link.  The DUT's ECN response ([MR-CC-3]) shrinks path 1's
+// window, so it delivers a fraction of what the others do while congested: within 3 s of
+// Writes it must move (a new UDP source port on path 1), counted in path_rebalances.
+// Each move drains first: our ACK for a packet leaves 10 ms after the packet arrived, so
+// when a path's first packet on its new port arrives, each Write packet that came on its
+// old port less than 10 ms before was still unacknowledged when the DUT moved.  Only an
+// RTO ([MR-REL-5]) ends such a packet, and then the DUT sends its bytes again (RETX): each
+// must be.  A DUT that moved with packets in flight sends on the new port at once, with
+// no RTO.  Every change of port must be a counted move or failure ([MR-PATH-6]).
+TEST_F(CcTest, MR_PATH_10_CongestedSlowPathMovesOnceDrained) {
+  CLAUSES("MR-PATH-10 MR-PATH-2 MR-CC-3");
+  constexpr int kDelayMs = 10;
+  Peer q("198.18.1.26", 4);  // above the DUT's address: the DUT asks ([MR-CONN-12])
+  q.data_delay = std::chrono::milliseconds(kDelayMs);
+  q.ce_paths = 1u << 1;
+  Peer::Stream s = q.open_stream();
+  ASSERT_EQ(q.npaths, 4u) << "we offered four paths";
+  const std::string qs = std::to_string(s.qp);
+  const uint32_t len = 256 * 1024;
+  q.dut.cmd("fill l " + qs + " 0 " + std::to_string(len) + " 1");
+  const uint64_t moves0 = q.dut.counter("path_rebalances"),
+                 fails0 = q.dut.counter("path_failures"), rtos0 = q.dut.counter("rtos");
+  ASSERT_NE(moves0, ~0ull) << "no path_rebalances counter";
+  auto post = [&] { q.dut.cmd("write " + qs + " 0 " + std::to_string(len) + " 0x100000 0x1"); };
+  for (int i = 0; i < 4; i++) post();
+  unsigned done = 0;
+  for (auto end = Clock::now() + std::chrono::seconds(3); Clock::now() < end;) {
+    q.pump(5);
+    P.pump(0);  // the shared connection must not go silent meanwhile ([MR-CONN-10])
+    std::string wc = q.dut.cmd("poll " + qs + " 0");
+    for (size_t pos = 0; (pos = wc.find("status=", pos)) != std::string::npos; pos++) {
+      ASSERT_EQ(wc.compare(pos, 9, "status=0 "), 0) << "a Write failed: " << wc;
+      done++;
+      post();
+    }
+  }
+  q.ce_paths = 0;
+  const uint64_t moves = q.dut.counter("path_rebalances") - moves0,
+                 fails = q.dut.counter("path_failures") - fails0,
+                 rtos = q.dut.counter("rtos") - rtos0;
+  q.dut.cmd("destroy " + qs);
+  q.close_connection();
+
+  // Per path: its ports in the order they came, and each change's gap.
+  const std::vector<Received> &seen = q.seen_data;
+  auto resent_later = [&](size_t j) {
+    for (size_t k = j + 1; k < seen.size(); k++)
+      if ((seen[k].pkt.bth.flags & kRetx) && seen[k].pkt.bth.opcode == kWrite &&
+          seen[k].pkt.bth.stream == seen[j].pkt.bth.stream &&
+          seen[k].pkt.bth.msn == seen[j].pkt.bth.msn &&
+          seen[k].pkt.bth.offset == seen[j].pkt.bth.offset)
+        return true;
+    return false;
+  };
+  std::map<unsigned, std::vector<size_t>> on_port;  // path -> its packets on the current port
+  std::map<unsigned, unsigned> changes, packets;
+  unsigned undrained = 0, expired = 0;
+  std::string gaps;
+  for (size_t i = 0; i < seen.size(); i++) {
+    const unsigned path = seen[i].pkt.bth.path_id;
+    std::vector<size_t> &old = on_port[path];
+    packets[path]++;
+    if (!old.empty() && seen[old.back()].sport != seen[i].sport) {
+      const double gap = std::chrono::duration<double, std::milli>(
+                             seen[i].when - seen[old.back()].when).count();
+      changes[path]++;
+      char buf[32];
+      snprintf(buf, sizeof(buf), " %u:%.1f", path, gap);
+      gaps += buf;
+      for (size_t j : old) {
+        if (seen[j].pkt.bth.opcode != kWrite ||
+            seen[j].when + std::chrono::milliseconds(kDelayMs) <= seen[i].when)
+          continue;  // acknowledged before the move, or no data
+        if (resent_later(j))
+          expired++;
+        else
+          undrained++;
+      }
+      old.clear();
+    }
+    old.push_back(i);
+  }
+  unsigned total = 0;
+  std::string per_path;
+  for (unsigned p = 0; p < q.npaths; p++) {
+    total += changes[p];
+    per_path += " " + std::to_string(p) + ":" + std::to_string(packets[p]) + "/" +
+                std::to_string(changes[p]);
+  }
+  printf("# %u Writes done; packets/port changes per path:%s; %llu moves, %llu failures, "
+         "%llu RTOs counted\n", done, per_path.c_str(), (unsigned long long)moves,
+         (unsigned long long)fails, (unsigned long long)rtos);
+  printf("# ms from a path's last packet on its old port to its first on the new (path:ms):%s\n",
+         gaps.c_str());
+  printf("# old-port Write packets unacknowledged at a move: %u sent again after an RTO, "
+         "%u not\n", expired, undrained);
+  EXPECT_GE(done, 4u) << "too little traffic to judge";
+  EXPECT_GE(changes[1], 1u) << "the CE-marked path never moved";
+  EXPECT_GE(moves, 1u) << "no move counted in path_rebalances";
+  EXPECT_LE(total, moves + fails) << "port changes that no counted move or failure explains";
+  EXPECT_EQ(undrained, 0u) << "paths moved with Write packets in flight that no RTO ended";
+}
+
 }  // namespace
 }  // namespace conf
