@@ -2,6 +2,7 @@
 // congestion.rst: the DUT's sender window, seen through a connection of one path.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "suite.hpp"
 
@@ -14,6 +15,25 @@ unsigned median(std::vector<unsigned> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Keeps four Writes of len bytes from the DUT's stream s to q posted, posting another as
+// each completes, while more() holds; every Write must succeed.  *done: Writes completed.
+void keep_writing(Peer &q, const Peer::Stream &s, uint32_t len,
+                  const std::function<bool()> &more, unsigned *done) {
+  const std::string qs = std::to_string(s.qp);
+  auto post = [&] { q.dut.cmd("write " + qs + " 0 " + std::to_string(len) + " 0x100000 0x1"); };
+  for (int i = 0; i < 4; i++) post();
+  while (more()) {
+    q.pump(5);
+    peer().pump(0);  // the shared connection must not go silent meanwhile ([MR-CONN-10])
+    std::string wc = q.dut.cmd("poll " + qs + " 0");
+    for (size_t pos = 0; (pos = wc.find("status=", pos)) != std::string::npos; pos++) {
+      ASSERT_EQ(wc.compare(pos, 9, "status=0 "), 0) << "a Write failed: " << wc;
+      ++*done;
+      post();
+    }
+  }
 }
 
 // [MR-CC-4]: SACK-detected losses cut the path's window by 1/8, once per round, and only
@@ -91,19 +111,9 @@ TEST_F(CcTest, MR_CC_4_LossCutsOncePerRoundAndOnlyWhenCongested) {
     return false;
   };
   const uint64_t sack0 = q.dut.counter("sack_losses"), rtos0 = q.dut.counter("rtos");
-  auto post = [&] { q.dut.cmd("write " + qs + " 0 " + std::to_string(len) + " 0x100000 0x1"); };
-  for (int i = 0; i < 4; i++) post();
   unsigned done = 0;
-  while (ms(Clock::now()) < end) {
-    q.pump(5);
-    P.pump(0);  // the shared connection must not go silent meanwhile ([MR-CONN-10])
-    std::string wc = q.dut.cmd("poll " + qs + " 0");
-    for (size_t pos = 0; (pos = wc.find("status=", pos)) != std::string::npos; pos++) {
-      ASSERT_EQ(wc.compare(pos, 9, "status=0 "), 0) << "a Write failed: " << wc;
-      done++;
-      post();
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      keep_writing(q, s, len, [&] { return ms(Clock::now()) < end; }, &done));
   q.lose = nullptr;
   const uint64_t sacks = q.dut.counter("sack_losses") - sack0, rtos = q.dut.counter("rtos") - rtos0;
   q.dut.cmd("destroy " + qs);
@@ -183,19 +193,9 @@ TEST_F(CcTest, MR_PATH_10_CongestedSlowPathMovesOnceDrained) {
   const uint64_t moves0 = q.dut.counter("path_rebalances"),
                  fails0 = q.dut.counter("path_failures"), rtos0 = q.dut.counter("rtos");
   ASSERT_NE(moves0, ~0ull) << "no path_rebalances counter";
-  auto post = [&] { q.dut.cmd("write " + qs + " 0 " + std::to_string(len) + " 0x100000 0x1"); };
-  for (int i = 0; i < 4; i++) post();
   unsigned done = 0;
-  for (auto end = Clock::now() + std::chrono::seconds(3); Clock::now() < end;) {
-    q.pump(5);
-    P.pump(0);  // the shared connection must not go silent meanwhile ([MR-CONN-10])
-    std::string wc = q.dut.cmd("poll " + qs + " 0");
-    for (size_t pos = 0; (pos = wc.find("status=", pos)) != std::string::npos; pos++) {
-      ASSERT_EQ(wc.compare(pos, 9, "status=0 "), 0) << "a Write failed: " << wc;
-      done++;
-      post();
-    }
-  }
+  const auto end = Clock::now() + std::chrono::seconds(3);
+  ASSERT_NO_FATAL_FAILURE(keep_writing(q, s, len, [&] { return Clock::now() < end; }, &done));
   q.ce_paths = 0;
   const uint64_t moves = q.dut.counter("path_rebalances") - moves0,
                  fails = q.dut.counter("path_failures") - fails0,
