@@ -82,7 +82,7 @@ run_mark() {
 # packets on the wire (both ways) per MB and, for MetaRoCE (its device is new for
 # each run, so its counters are the run's): data packets per ACK, the mean and the
 # largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs,
-# tail probes, path failures and path moves.  BYTES is what a's client moved (b passes 0).
+# tail probes, path failures, path moves and data packets sent.  BYTES is what a's client moved (b passes 0).
 run_details() {
 	local b1 t1 u1 p1 mine theirs mb c v
 	read -r b1 t1 <<<"$(cpu_times)"
@@ -116,6 +116,7 @@ run_details() {
 	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes path_failures path_rebalances; do
 		emit "$1" "$2" "$3" "$4" "$c" "${cnt[$c]:-0}"
 	done
+	emit "$1" "$2" "$3" "$4" data_packets "${cnt[tx_run_data_packets]:-0}"
 }
 
 # kt_pair DEV CLIENT_PARAM...: one two-host mr_ktraffic run; a prints the client lines.

@@ -35,6 +35,18 @@ IncastRun incast_run(const Results &results, const std::string &n, int rep);
 std::optional<double> per_qp_slope(std::optional<double> few, std::optional<double> many,
 				   const std::string &n_few, const std::string &n_many);
 
+// The median over repetitions of metric (t, p) / base_metric (base_t, base_p), each
+// ratio within one repetition: a repetition's runs are minutes apart, so the
+// machine's drift between repetitions cancels.  base_metric "" is metric.
+std::optional<double> paired_ratio(const Results &r, const std::string &scenario,
+				   const std::string &t, const std::string &p,
+				   const std::string &base_t, const std::string &base_p,
+				   const std::string &metric, const std::string &base_metric = "");
+
+// A goal's measured value as the report prints it: two decimals, or as many more
+// as it takes for the printed figure to get the same verdict.
+std::string goal_value(const Goal &g);
+
 // rto_ms: the RTO the failure goal counts in (32 ms, from bench.sh).
 std::vector<Goal> evaluate_goals(const Results &results, double rto_ms);
 

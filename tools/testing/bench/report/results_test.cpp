@@ -89,6 +89,89 @@ TEST(Goals, LossGoalsAreRatiosToTheSameTransportLossless)
 	EXPECT_FALSE(goals[3].met());	// >= 0.8 of one TCP flow
 }
 
+TEST(Goals, LatencyCpuAckAndRetransmitGoalsOfTheLosslessRun)
+{
+	std::vector<std::string> errors;
+	std::string text;
+	// Two repetitions; medians of two are their mean.
+	for (int rep = 1; rep <= 2; rep++) {
+		text += line("loss", "metaroce", "0", rep, "goodput_MBps", "10");
+		text += line("loss", "metaroce", "1", rep, "goodput_MBps", rep == 1 ? "10" : "11");
+		text += line("loss", "metaroce", "0", rep, "lat_p50_us", rep == 1 ? "500" : "600");
+		text += line("loss", "metaroce", "0", rep, "lat_p99_us", "2000");
+		text += line("loss", "rxe", "0", rep, "lat_p50_us", "500");
+		text += line("loss", "metaroce", "0", rep, "cpu_ms_per_MB_a", "20");
+		text += line("loss", "metaroce", "0", rep, "cpu_ms_per_MB_b", "30");
+		text += line("loss", "rxe", "0", rep, "cpu_ms_per_MB_a", "40");
+		text += line("loss", "rxe", "0", rep, "cpu_ms_per_MB_b", "40");
+		text += line("loss", "metaroce", "0", rep, "data_pkts_per_ack", rep == 1 ? "7" : "10");
+		// 0.05% and 0.2% of the data packets: the median share is 0.125%.
+		text += line("loss", "metaroce", "0", rep, "retransmits", rep == 1 ? "5" : "20");
+		text += line("loss", "metaroce", "0", rep, "data_packets", "10000");
+	}
+	auto r = parse(text, errors);
+	ASSERT_TRUE(errors.empty());
+	std::map<std::string, Goal> by;
+	for (const auto &g : evaluate_goals(r, 32))
+		by[g.what] = g;
+	auto get = [&](const std::string &what) {
+		EXPECT_TRUE(by.count(what)) << what;
+		return by[what];
+	};
+	auto beaten = get("MetaRoCE lossless not beaten by 1% loss: 1% / lossless");
+	EXPECT_DOUBLE_EQ(*beaten.measured, 1.05);
+	EXPECT_FALSE(beaten.met());
+	auto p50 = get("64 B Write latency, lossless: MetaRoCE p50 / rxe's");
+	EXPECT_DOUBLE_EQ(*p50.measured, 1.1);
+	EXPECT_FALSE(p50.met());
+	auto tail = get("64 B Write latency, lossless: MetaRoCE p99 / its p50");
+	// Per repetition: 4.0 and 3.33, so 3.67 (the ratio of the medians would be 3.64).
+	EXPECT_NEAR(*tail.measured, (2000.0 / 500 + 2000.0 / 600) / 2, 1e-12);
+	EXPECT_FALSE(tail.met());
+	auto cpu_a = get("CPU time per MB, lossless, sender: MetaRoCE / rxe");
+	EXPECT_DOUBLE_EQ(*cpu_a.measured, 0.5);
+	EXPECT_TRUE(cpu_a.met());
+	EXPECT_FALSE(get("CPU time per MB, lossless, receiver: MetaRoCE / rxe").met());
+	auto acks = get("Data packets per ACK, lossless bulk flow");
+	EXPECT_DOUBLE_EQ(*acks.measured, 8.5);
+	EXPECT_TRUE(acks.met());
+	auto retx = get("Retransmitted packets, lossless: % of data packets");
+	EXPECT_DOUBLE_EQ(*retx.measured, 0.125);
+	EXPECT_FALSE(retx.met());
+}
+
+TEST(Goals, RatiosArePairedWithinEachRepetition)
+{
+	std::vector<std::string> errors;
+	std::string text;
+	// The machine slows down between repetitions; MetaRoCE is 1.5x rxe in each.
+	const char *mr[] = {"30", "15", "21"}, *rxe[] = {"20", "10", "14"};
+	for (int rep = 1; rep <= 3; rep++) {
+		text += line("loss", "metaroce", "0", rep, "goodput_MBps", mr[rep - 1]);
+		text += line("loss", "rxe", "0", rep, "goodput_MBps", rxe[rep - 1]);
+	}
+	text += line("loss", "rxe", "0", 4, "goodput_MBps", "1");	// no MetaRoCE run to pair
+	auto r = parse(text, errors);
+	ASSERT_TRUE(errors.empty());
+	EXPECT_DOUBLE_EQ(*paired_ratio(r, "loss", "metaroce", "0", "rxe", "0", "goodput_MBps"), 1.5);
+	EXPECT_FALSE(paired_ratio(r, "loss", "tcp", "0", "rxe", "0", "goodput_MBps"));
+}
+
+TEST(Goals, ShownFiguresAgreeWithTheVerdict)
+{
+	Goal g{"x", ">= 0.95", 0.9497, 0.95, false, ""};
+	EXPECT_FALSE(g.met());
+	EXPECT_EQ(goal_value(g), "0.9497");
+	g.measured = 0.951;
+	EXPECT_EQ(goal_value(g), "0.95");
+	g.measured = 1.004;
+	g.at_most = true;
+	g.bound = 1.0;
+	EXPECT_EQ(goal_value(g), "1.004");
+	g.measured.reset();
+	EXPECT_EQ(goal_value(g), "-");
+}
+
 TEST(Goals, PerftestGoalsPerOperationOnOneWire)
 {
 	std::vector<std::string> errors;
