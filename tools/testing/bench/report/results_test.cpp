@@ -248,6 +248,56 @@ TEST(Goals, FailureRecoveryCountsInRtosAndErrorsMustBeZero)
 	EXPECT_TRUE(app_errors->met());
 }
 
+TEST(Goals, FailureRecoveryIsTheMedianOverRepetitions)
+{
+	// Three repetitions: back 250 ms after the cut, 750 ms after it, and never
+	// (the first sample at the bar ends the interval the recovery counts to).
+	std::string text;
+	const int back_ms[] = {2500, 3000, 0};
+	for (int rep = 1; rep <= 3; rep++) {
+		text += line("failure", "metaroce", "-", rep, "cut_ms", "2000");
+		text += line("failure", "metaroce", "-", rep, "errors", rep == 2 ? "1" : "0");
+		for (int t = 1250; t <= 4000; t += 250) {
+			bool down = t > 2000 && (!back_ms[rep - 1] || t < back_ms[rep - 1]);
+			text += line("failure", "metaroce", std::to_string(t), rep, "MBps",
+				     down ? "1" : "10");
+		}
+	}
+	std::vector<std::string> errors;
+	auto r = parse(text, errors);
+	ASSERT_TRUE(errors.empty());
+	std::map<std::string, Goal> by;
+	for (const auto &g : evaluate_goals(r, 32))
+		by[g.what.substr(0, 16)] = g;
+	const Goal &rec = by["Failure: time to"];
+	ASSERT_TRUE(rec.measured);
+	EXPECT_NEAR(*rec.measured, 750.0 / 32.0, 1e-12) << rec.note;
+	EXPECT_NE(rec.note.find("1 of them never recovered"), std::string::npos) << rec.note;
+	const Goal &app = by["Failure: errors "];
+	EXPECT_DOUBLE_EQ(*app.measured, 1);	// summed over the repetitions
+	EXPECT_FALSE(app.met());
+
+	// Two of three never back: the median is "never", so nothing is measured.
+	std::string text2;
+	for (int rep = 1; rep <= 3; rep++) {
+		text2 += line("failure", "metaroce", "-", rep, "cut_ms", "2000");
+		for (int t = 1250; t <= 4000; t += 250)
+			text2 += line("failure", "metaroce", std::to_string(t), rep, "MBps",
+				      t > 2000 && rep > 1 ? "1" : "10");
+	}
+	for (const auto &g : evaluate_goals(parse(text2, errors), 32)) {
+		if (!g.what.starts_with("Failure: time"))
+			continue;
+		EXPECT_FALSE(g.measured);
+		EXPECT_NE(g.note.find("no recovery within the run in 2 of 3"), std::string::npos)
+			<< g.note;
+	}
+	auto md = markdown(r, {"make bench", "today", "test", 32});
+	EXPECT_NE(md.find("| metaroce | 3 | - | 2000 | - | 10.00 | 1.00 | never | 0 |"),
+		  std::string::npos)
+		<< md;
+}
+
 TEST(Report, MarkdownNamesEveryGoalVerdict)
 {
 	std::vector<std::string> errors;
