@@ -33,6 +33,7 @@ size=65536 depth=16 lat_size=64
 # any of the transports' flows here.
 mp_rate=2mbit
 perftest=" ${2:-} "
+trace=${5:-0}	# 1: trace the paths of MetaRoCE's failure runs (trace_paths)
 scenarios=" ${3:-loss multipath failure incast manyqp perftest} "
 want() { [[ "$scenarios" == *" $1 "* ]]; }
 # perftest on MetaRoCE loads our provider (bench.sh built it).
@@ -317,28 +318,77 @@ busiest_link() {
 	echo "$best"
 }
 # link_cut LINK on|off: black-hole the link both ways at this guest (no carrier
-# change, so routing does not notice: the transport must).  One tc process does
-# it: the guest is CPU-bound, and the four tc commands of a cut took it from the
-# transport under test for up to a second (TCP's goodput halved for 0.8 s when the
-# link came back).  The ingress qdisc each link needs is made before the flow
-# starts (link_cut_ready), where its cost does not count.
+# change, so routing does not notice: the transport must).  The guests are
+# CPU-bound under TCG, where starting a process costs a transport under test
+# 100 ms or more: the four tc processes a cut once took halved TCP's goodput for
+# 0.8 s when a link came back, with no loss at all.  So one tc reads its commands
+# from a FIFO, started with the ingress qdiscs before the flow (link_cut_ready),
+# and a cut or a restore is two lines written to it by the shell itself, its
+# time read from /proc/uptime without a process (cut_now).
 link_cut_ready() { # on|off
 	local i
-	for ((i = 1; i <= links; i++)); do
-		if [ "$1" = on ]; then
-			echo "qdisc replace dev l$i ingress"
-		else
-			echo "qdisc del dev l$i ingress"
-		fi
-	done | tc -n fr -force -batch - 2>/dev/null || true
+	if [ "$1" = on ]; then
+		rm -f /tmp/cut.fifo /tmp/sleep.fifo
+		mkfifo /tmp/cut.fifo /tmp/sleep.fifo
+		tc -n fr -force -batch /tmp/cut.fifo 2>/dev/null &
+		CUT_TC=$!
+		exec 7>/tmp/cut.fifo
+		for ((i = 1; i <= links; i++)); do echo "qdisc replace dev l$i ingress" >&7; done
+	else
+		for ((i = 1; i <= links; i++)); do echo "qdisc del dev l$i ingress" >&7; done
+		exec 7>&-
+		wait "$CUT_TC" || true
+		rm -f /tmp/cut.fifo /tmp/sleep.fifo
+	fi
 }
 link_cut() {
 	if [ "$2" = on ]; then
 		printf '%s\n' "qdisc replace dev l$1 root netem loss 100%" \
-			"filter add dev l$1 parent ffff: matchall action drop"
+			"filter add dev l$1 parent ffff: matchall action drop" >&7
 	else
-		printf '%s\n' "filter del dev l$1 parent ffff:" "qdisc del dev l$1 root"
-	fi | tc -n fr -batch -
+		printf '%s\n' "filter del dev l$1 parent ffff:" "qdisc del dev l$1 root" >&7
+	fi
+}
+# cut_now: CUT_MS, this guest's uptime in ms, without starting a process.
+cut_now() {
+	local u
+	read -r u _ </proc/uptime
+	CUT_MS=$((10#${u/./} * 10))
+}
+# trace_paths on | off T0_MS (BENCH_TRACE=1, a only): the metaroce_path event (each
+# ACK's path after it was taken in) during a failure run, summed per 250 ms since
+# the flow's start T0_MS: for each path, "state:cwnd:ACKs:RTO ms" of its last ACK in
+# the interval (state 0 PROBE, 1 ACTIVE, 2 SUSPECT; "-" no ACK), as "# bench: trace" lines.
+trace_paths() {
+	local tr=/sys/kernel/tracing
+	[ "$trace" = 1 ] && [ "$MR_ROLE" = a ] || return 0
+	if [ "$1" = on ]; then
+		echo boot >"$tr/trace_clock"
+		echo 16384 >"$tr/buffer_size_kb"
+		echo >"$tr/trace"
+		echo 1 >"$tr/events/metaroce/metaroce_path/enable"
+		return 0
+	fi
+	echo 0 >"$tr/events/metaroce/metaroce_path/enable"
+	awk -v t0="$2" -v n="$links" '
+		/ metaroce_path: / {
+			for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { ts = $i + 0; break }
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			b = int((ts * 1000 - t0) / 250)
+			if (b < 0) next
+			p = v["path"]; acks[b, p]++
+			last[b, p] = v["state"] ":" v["cwnd"] ":" acks[b, p] ":" int(v["rto_us"] / 1000)
+			if (b > maxb) maxb = b
+		}
+		END {
+			for (b = 0; b <= maxb; b++) {
+				line = sprintf("# bench: trace %6d ms", b * 250)
+				for (p = 0; p < n; p++)
+					line = line " " ((b, p) in last ? last[b, p] : "-")
+				print line
+			}
+		}' "$tr/trace"
+	echo >"$tr/trace"
 }
 # Once the flow is under way: 3 s more of baseline, the busiest link cut for
 # cut_s, then restored; the flow runs fail_dur s in all.  a picks the link and
@@ -358,6 +408,7 @@ failure_run() { # transport rep
 			duration_ms=$((fail_dur * 1000)) interval_ms=250 >/tmp/failure.out 2>&1 &
 	fi
 	load=$!
+	[ "$t" != metaroce ] || trace_paths on
 	if [ "$MR_ROLE" = a ]; then
 		link=$(busiest_link)
 		busybox nc -l -p "$p" <<<"$link" >/dev/null &
@@ -370,16 +421,24 @@ failure_run() { # transport rep
 		done
 		sleep 3
 	fi
-	t_cut=$(uptime_ms)
+	cut_now
 	link_cut "$link" on
-	sleep "$cut_s"
-	t_back=$(uptime_ms)
+	t_cut=$CUT_MS
+	# sleep, without a sleep process to start right after the cut
+	read -rt "$cut_s" <>/tmp/sleep.fifo || true
+	cut_now
 	link_cut "$link" off
+	t_back=$CUT_MS
 	wait "$load"
 	link_cut_ready off
 	[ "$MR_ROLE" = a ] || return 0
 	if [ "$t" != tcp ]; then
 		t0=$(sed -n 's/^mr_ktraffic: clock t0_ms=\([0-9]*\)/\1/p' /tmp/failure.out)
+	fi
+	if [ "$t" = metaroce ]; then
+		trace_paths off "$t0"
+		say "failure $t rep $rep counters:" \
+			"$(hw_counters mr0 | awk '$1 ~ /^(rtos|spurious_rtos|tail_probes|retransmits|path_failures|path_rebalances)$/ { printf "%s=%s ", $1, $2 }')"
 	fi
 	emit failure "$t" - "$rep" cut_link "$link"
 	emit failure "$t" - "$rep" cut_ms "$((t_cut - t0))"

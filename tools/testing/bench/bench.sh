@@ -11,6 +11,8 @@
 #   BENCH_SCENARIOS="loss failure"  a subset (default: all six: loss multipath
 #                         failure incast manyqp perftest)
 #   BENCH_REPS=3          repetitions of each run (default 5; QUICK: 1)
+#   BENCH_TRACE=1         print each path's state, window, ACKs and RTO per 250 ms
+#                         of MetaRoCE's failure runs ("bench: trace" lines)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
 #                         and its plots to Documentation/metaroce/results/
 #                         (only if the run passed: no guest died or timed out)
@@ -53,6 +55,7 @@ echo "bench: booting two guests with 8 fabric links (TCG); the run takes $minute
 start=$SECONDS
 "$top/tools/testing/vm/vm.sh" --pair --links 8 --name "$name" --timeout "$timeout" \
 	"$here/bench-guest.sh" "$quick" "$perftest" "${BENCH_SCENARIOS:-}" "${BENCH_REPS:-}" \
+	"${BENCH_TRACE:-0}" \
 	>"$out/vm.txt" 2>&1 &
 vm=$!
 # Progress: the client guest's "# bench:" lines as they appear in its console log.
