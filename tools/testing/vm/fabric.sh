@@ -76,4 +76,12 @@ for ((i = 1; i <= k; i++)); do
 	echo "fabric.sh: link $i does not reach 198.19.$i.$peer" >&2
 	exit 1
 done
+# The endpoint learns its gateway now, as a host on a network long up has.  The
+# RDMA core resolves a destination MAC (rdma_resolve_ip(), so mr_ktraffic and
+# rdma_cm alike) by asking for the neighbour and retrying only when a neighbour
+# update event comes or its own timeout ends (drivers/infiniband/core/addr.c,
+# process_one_req()): when the ARP answer beat the queued request, the first
+# connection after boot waited 4 to 22 s, whatever the transport.
+ping -c 1 -W 2 "$ep_net.254" >/dev/null 2>&1 ||
+	{ echo "fabric.sh: the endpoint does not reach its router $ep_net.254" >&2; exit 1; }
 echo "fabric: $k links, $MR_EP -> $MR_PEER_EP over l1..l$k"
