@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200 --mem 1024
+# vm: --pair --links 8 --timeout 600 --mem 1024
 # iSCSI Extensions for RDMA over MetaRoCE, unmodified: guest a exports a file
 # as a LUN with LIO's iSER target (ib_isert, configured through
 # python3-rtslib-fb: targetcli's backstore commands need a system bus the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --timeout 900
+# vm: --timeout 600
 # Kernel Verbs over MetaRoCE across an ECMP fabric of 8 links: every op with
 # verified data at 1% random loss on every link, and Write goodput at 1% loss
 # at least 0.85 of the lossless goodput measured in the same run.

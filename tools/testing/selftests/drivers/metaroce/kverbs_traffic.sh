@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --timeout 900
+# vm: --timeout 600
 # Kernel Verbs traffic with every byte and completion checked (ktraffic/mr_ktraffic.ko):
 # first over rdma_rxe, which proves the test module itself, then over MetaRoCE,
 # one op at a time.

@@ -20,7 +20,9 @@ not_ok() { # description
 	echo "not ok $MR_CHECKS - $*"
 }
 
-# check "description" command...: the command must succeed.
+# check "description" command...: the command must succeed.  A pair_barrier that
+# fails ends the test: the peer did not come, so the guests are out of step and
+# every later barrier could only time out in turn (ucx once spent 20 minutes so).
 check() {
 	local what=$1 out
 	shift
@@ -29,6 +31,10 @@ check() {
 	else
 		not_ok "$what"
 		echo "$out" | sed 's/^/#   /'
+		if [ "$1" = pair_barrier ]; then
+			echo "# Bail out! the peer did not reach barrier '$2': the test ends here"
+			done_testing
+		fi
 	fi
 }
 
@@ -317,7 +323,8 @@ client_connect() {
 		CLIENT_OUT=$("$@" 2>&1)
 		CLIENT_RC=$?
 		[ "$CLIENT_RC" != 0 ] &&
-			grep -qiE "couldn't connect|unable to init the socket" <<<"$CLIENT_OUT" || break
+			grep -qiE "couldn't connect|unable to init the socket|connection refused" \
+				<<<"$CLIENT_OUT" || break
 	done
 }
 

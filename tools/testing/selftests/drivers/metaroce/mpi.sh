@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1500
+# vm: --pair --links 8 --timeout 900
 # needs: provider
 # Open MPI (Debian's openmpi-bin 4.1) over MetaRoCE, unmodified: mpirun on
 # guest a starts two ranks on each guest (the remote daemon through ssh to a

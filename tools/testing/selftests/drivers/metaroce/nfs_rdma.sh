@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200 --mem 1024
+# vm: --pair --links 8 --timeout 600 --mem 1024
 # NFS over RDMA over MetaRoCE, unmodified: guest a runs the kernel NFS server
 # (nfsd with its RDMA listener, svcrdma, on port 20049) exporting a tmpfs,
 # guest b mounts it with `mount -t nfs4 -o proto=rdma,port=20049` (xprtrdma),

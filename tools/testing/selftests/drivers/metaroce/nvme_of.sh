@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200 --mem 1024
+# vm: --pair --links 8 --timeout 720 --mem 1024
 # NVMe over Fabrics over MetaRoCE, unmodified: guest a exports a loop device
 # with nvmet-rdma, guest b connects with `nvme connect -t rdma` (rdma_cm over
 # our GSI QP, then RC queues), writes random data through an 8-link ECMP

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --timeout 900 --mem 1024
+# vm: --pair --timeout 720 --mem 1024
 # Tear-down under traffic: while an NVMe-oF writer runs over MetaRoCE, guest b
 # (the NVMe host) takes the transport away three ways: `rdma link delete`,
 # `rmmod metaroce`, and removal of the netdev under the device. Each time the

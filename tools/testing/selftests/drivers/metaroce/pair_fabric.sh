@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 4 --timeout 900
+# vm: --pair --links 4 --timeout 600
 # Two guests joined by a 4-link ECMP fabric (vm.sh --links): the fabric routes
 # between the endpoints, and mr_ktraffic's two-host mode carries verified
 # Writes and Sends between them over MetaRoCE (sprayed over the links) and rxe.

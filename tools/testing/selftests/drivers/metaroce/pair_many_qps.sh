@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --timeout 900
+# vm: --pair --timeout 600
 # 64 RC QPs from one host to another share one connection (one stream each):
 # mr_ktraffic's two-host mode with flows=64 moves verified Writes and Sends
 # on every QP at once.  The engine once had 32 stream slots per peer, so the

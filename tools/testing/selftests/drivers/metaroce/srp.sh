@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200 --mem 1024
+# vm: --pair --links 8 --timeout 600 --mem 1024
 # The SCSI RDMA Protocol over MetaRoCE, unmodified: guest a exports a file as
 # a LUN with LIO's ib_srpt (configfs, listening through rdma_cm on port 5000),
 # guest b logs in with ib_srp's add_target (dest=ADDRESS:PORT, as RoCE needs),

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1500
+# vm: --pair --links 8 --timeout 900
 # needs: provider
 # UCX (Debian's ucx-utils 1.13) over MetaRoCE, unmodified, through our
 # provider: ucx_info lists the device with its rc_verbs and ud_verbs

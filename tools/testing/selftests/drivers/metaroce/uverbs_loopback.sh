@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --timeout 900
+# vm: --timeout 600
 # needs: provider
 # One host trying the device out, as NICs and rdma_rxe allow ([MR-CONN-13]):
 # unmodified Verbs tools whose two ends run on one guest, through our

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1500
+# vm: --pair --links 8 --timeout 600
 # needs: provider
 # Unmodified userspace Verbs programs between two guests over MetaRoCE, through
 # our provider's mmapped rings: ibv_rc_pingpong with data validation, then

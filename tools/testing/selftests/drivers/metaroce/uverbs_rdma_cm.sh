@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200
+# vm: --pair --links 8 --timeout 600
 # needs: provider
 # Userspace rdma_cm over MetaRoCE between two guests, across an 8-link ECMP
 # fabric, clean and then with 1% random loss on every link both ways:

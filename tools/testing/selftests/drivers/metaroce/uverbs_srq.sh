@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1200
+# vm: --pair --links 8 --timeout 600
 # needs: provider
 # Userspace shared receive queues through our provider's mmapped SRQ ring:
 # ibv_srq_pingpong (16 RC QPs on one SRQ, received data checked) between two

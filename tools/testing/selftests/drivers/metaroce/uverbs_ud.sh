@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# vm: --pair --links 8 --timeout 1500
+# vm: --pair --links 8 --timeout 720
 # needs: provider
 # Userspace UD QPs and address handles over MetaRoCE between two guests,
 # through our provider's rings, across an 8-link ECMP fabric: clean, then
