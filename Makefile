@@ -13,6 +13,8 @@ BUILD := $(TOP)/build
 export METAROCE_CACHE ?= /var/cache/metaroce
 
 KBUILD_FLAGS := W=1
+# Both cores for a module build unless make was given its own -j.
+KBUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 # The kernel build directory, resolved in the shell: make expands a whole recipe
 # before running its first line, i.e. before setup.sh has installed the headers.
 KDIR_612 = $${KDIR:-/lib/modules/$$($(TOP)/scripts/kver.sh version 6.12)/build}
@@ -28,12 +30,12 @@ all: modules
 # For the running kernel (or KVER=, KDIR=): what make install installs.
 modules:
 	@kdir=$$(scripts/kdir.sh) && echo "make: metaroce.ko for $$kdir" && \
-		$(MAKE) -C "$$kdir" M=$(TOP) $(KBUILD_FLAGS) modules
+		$(MAKE) $(KBUILD_JOBS) -C "$$kdir" M=$(TOP) $(KBUILD_FLAGS) modules
 
 # For Debian's 6.12, the kernel the test guests boot.
 module-6.12:
 	@scripts/setup.sh build
-	$(MAKE) -C "$(KDIR_612)" M=$(TOP) $(KBUILD_FLAGS) modules
+	$(MAKE) $(KBUILD_JOBS) -C "$(KDIR_612)" M=$(TOP) $(KBUILD_FLAGS) modules
 
 # Compile check against bookworm's default 6.1 series, in a copy of the tree
 # because out-of-tree builds write their objects next to the sources.
@@ -42,7 +44,7 @@ module-6.1:
 	@mkdir -p $(BUILD)/k6.1
 	@rsync -a --delete-excluded --include='*/' --include='*.[ch]' --include=Kbuild --exclude='*' \
 		$(TOP)/Kbuild $(TOP)/drivers $(TOP)/include $(BUILD)/k6.1/
-	$(MAKE) -C "$(KDIR_61)" M=$(BUILD)/k6.1 $(KBUILD_FLAGS) modules
+	$(MAKE) $(KBUILD_JOBS) -C "$(KDIR_61)" M=$(BUILD)/k6.1 $(KBUILD_FLAGS) modules
 
 lint:
 	@scripts/lint.sh

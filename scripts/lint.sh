@@ -46,7 +46,7 @@ kbuild() { # series extra-make-args...
 	fi
 	# Rebuild everything so every file is compiled and checked.
 	make -s -C "/lib/modules/$kver/build" M="$dir" clean >/dev/null 2>&1
-	make -C "/lib/modules/$kver/build" M="$dir" W=1 "$@" modules 2>&1
+	make -j"$(nproc)" -C "/lib/modules/$kver/build" M="$dir" W=1 "$@" modules 2>&1
 }
 
 for series in 6.12 6.1; do

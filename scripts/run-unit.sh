@@ -7,4 +7,4 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh" unit
 cmake -S "$top" -B "$top/build/cmake" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$top/build/cmake" -j "$(nproc)"
-ctest --test-dir "$top/build/cmake" --output-on-failure "$@"
+ctest --test-dir "$top/build/cmake" --output-on-failure -j "$(nproc)" "$@"
