@@ -236,6 +236,9 @@ static void metaroce_qp_detach(struct metaroce_qp *qp)
 		c->retiring = true;
 	}
 	spin_unlock_bh(&c->lock);
+	/* [MR-ACK-9] a closed stream's last MSGACK goes at once */
+	if (mem)
+		metaroce_conn_kick(c);
 	/* Off the list: the establishment can no longer hand this memory to the engine. */
 	kvfree(mem);
 	kvfree(qp->stream_mem);
@@ -286,9 +289,13 @@ static void metaroce_qp_flush(struct metaroce_qp *qp)
 		metaroce_rq_flush(qp);
 		return;
 	}
-	spin_lock_bh(&c->lock);
+	local_bh_disable();
+	spin_lock(&c->lock);
 	metaroce_qp_to_error(qp);
-	spin_unlock_bh(&c->lock);
+	spin_unlock(&c->lock);
+	/* Now, as post_send does: the stream's last MSGACK [MR-ACK-9] and its NAK. */
+	metaroce_conn_kick(c);
+	local_bh_enable();
 }
 
 static int metaroce_check_qp_attr(struct metaroce_qp *qp, struct ib_qp_attr *attr, int mask)

@@ -92,6 +92,11 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	if (rs->in_use && !rs->err) {
 		mr_rx_stream_error(rs, rs->msn_cum, nak_code);
 		rs->err_reported = true;	/* the caller flushes the receives itself */
+		/* [MR-ACK-9] what it completed, once more: the last MSGACK may be lost */
+		if (rs->msn_reported) {
+			rs->touched = true;
+			mr_conn_ack_stream_end(c);
+		}
 	}
 }
 
@@ -111,8 +116,13 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 		r->id = c->rx[slot]->id;
 		r->msn_cum = c->rx[slot]->msn_reported;
 		r->valid = true;
-		r->touched = false;
 		r->nak_pending = false;
+		/* [MR-ACK-9] and says so at once, once more */
+		r->touched = r->msn_cum != 0;
+		if (r->touched) {
+			c->closed_due++;
+			mr_conn_ack_stream_end(c);
+		}
 	}
 	/*
 	 * Packets of the stream still in flight keep their PSNs, so the paths' SACK and

@@ -298,6 +298,11 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 				  struct mr_place *place);
 /* ACKs, then NAKs, [MR-NAK-3]. */
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out);
+/*
+ * [MR-ACK-9] a stream stopped taking messages and has a MSGACK due: an ACK goes at once,
+ * so that the requester learns what was completed before the QPs are torn down.
+ */
+void mr_conn_ack_stream_end(struct mr_conn *c);
 
 /* Completions in MSN order per stream, conn.c. */
 bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out);

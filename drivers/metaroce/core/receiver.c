@@ -402,7 +402,8 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	/* [MR-ACK-8] back the way the path's newest packet came; any way before one came */
 	out->sport = s->entropy ? s->entropy : mr_entropy_random(&c->rng);
 	ack->cum_psn = s->cum_psn;
-	ack->ts_echo = s->ts_echo;
+	/* [MR-ACK-9] an ACK no packet triggered echoes no time: it would measure nothing */
+	ack->ts_echo = s->pkt_count ? s->ts_echo : 0;
 	ack->rate_hint = (u16)c->local_hint;
 	ack->ce_count = s->ce_count;
 	ack->pkt_count = s->pkt_count;
@@ -492,6 +493,23 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 		return true;
 	}
 	return false;
+}
+
+void mr_conn_ack_stream_end(struct mr_conn *c)
+{
+	u32 p, best = 0;
+
+	/*
+	 * [MR-ACK-9] on the path that heard from the peer last, by the peer's clock: it
+	 * worked a moment ago, and [MR-ACK-8] sends the ACK back the way that came.
+	 */
+	for (p = 1; p < c->cfg.n_paths; p++) {
+		u32 ts = c->rx_path[p].ts_echo, newest = c->rx_path[best].ts_echo;
+
+		if (ts && (!newest || (s32)(ts - newest) > 0))
+			best = p;
+	}
+	c->rx_path[best].ack_now = true;
 }
 
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out)

@@ -517,6 +517,8 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
 		;	// the MSGACK for msn 0: lost
 	mr_conn_close_stream(p.b.get(), 0);
+	while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+		;	// [MR-ACK-9] the close's own MSGACK: lost too
 
 	// A probes; B answers for the closed stream with what it had completed
 	auto probes = p.RunTimersUntilASends();
@@ -582,6 +584,74 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 	}
 	EXPECT_TRUE(nak) << "the newer stream completed nothing";
 	EXPECT_EQ(p.b->closed_due, 0u) << "every answer went: ACKs skip the ring again";
+}
+
+// [MR-ACK-9] a responder stream that stops (its QP moved to Error, or destroyed) repeats
+// its MSGACK at once.  iSER's logout: the initiator received the response, the ACK that
+// carried its MSGACK was lost, and the initiator tore its QP down before the target's
+// probe: the target's QP then went to Error too and flushed a delivered Send (LIO
+// WARNs on that flush).  The repeat goes out before any DREQ of the tear-down.
+TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
+{
+	for (bool destroy : { false, true }) {
+		SCOPED_TRACE(destroy ? "destroyed" : "moved to Error");
+		Pair p;
+		std::vector<u8> payload(4096);
+		mr_tx_desc d;
+		mr_place pl;
+		mr_pkt ack;
+		mr_completion x;
+
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
+		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
+		d.pkt.payload = payload.data();
+		ASSERT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+		ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &x));
+		EXPECT_EQ(x.status, MR_WC_SUCCESS);
+		int lost = 0;
+		while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+			lost++;	// the path ACK and the MSGACK: lost
+		ASSERT_GT(lost, 0);
+		EXPECT_TRUE(p.Poll(p.a.get()).empty()) << "A does not know yet";
+
+		p.now += 1000;	// no timer runs: the repeat needs none
+		if (destroy)
+			mr_conn_close_stream(p.b.get(), 0);
+		else
+			mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+		bool msgack = false;
+		while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
+			mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+			if (ack.bth.opcode != MR_OP_ACK)
+				continue;	// Error's NAK for msn 1: A has nothing there
+			EXPECT_EQ(ack.ack.ts_echo, 0u) << "no packet triggered it: it echoes no time";
+			EXPECT_EQ(ack.ack.pkt_count, 0u);
+			for (u32 i = 0; i < ack.ack.n_msg_acks; i++)
+				if (ack.ack.msg_acks[i].stream == 20) {
+					EXPECT_EQ(ack.ack.msg_acks[i].msn_cum, 1u);
+					msgack = true;
+				}
+		}
+		EXPECT_TRUE(msgack) << "the stream's MSGACK goes out at once";
+		auto ca = p.Poll(p.a.get());
+		ASSERT_EQ(ca.size(), 1u);
+		EXPECT_EQ(ca[0].status, MR_WC_SUCCESS) << "the delivered Send completes, not flushed";
+		EXPECT_EQ(ca[0].cookie, 7u);
+		EXPECT_EQ(p.b->closed_due, 0u);
+	}
+
+	// A stream that completed nothing has nothing to say: no ACK.
+	for (bool destroy : { false, true }) {
+		Pair p;
+		mr_pkt ack;
+
+		if (destroy)
+			mr_conn_close_stream(p.b.get(), 0);
+		else
+			mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+		while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+			EXPECT_NE(ack.bth.opcode, MR_OP_ACK) << destroy;
+	}
 }
 
 // [MR-VERBS-11] a closed requester stream drops its messages; acknowledgments of its

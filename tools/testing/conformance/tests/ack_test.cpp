@@ -150,6 +150,39 @@ TEST_F(AckTest, MR_ACK_5_AckWithoutAckReq) {
   EXPECT_TRUE(found) << "no MSGACK for the stream";
 }
 
+// [MR-ACK-9]: a stream whose QP is moved to Error repeats its MSGACK at once, on the path
+// that heard from us last, echoing no time.  Every ACK of the Write is taken as lost; we
+// send nothing more, so nothing but this clause makes the DUT speak again.
+TEST_F(AckTest, MR_ACK_9_StreamMovedToErrorRepeatsItsMsgack) {
+  CLAUSES("MR-ACK-9 MR-ACK-6 MR-VERBS-8");
+  const unsigned path = 3;
+  P.send_seq(slot_write(0, 0x41), path);
+  ASSERT_TRUE(P.wait_ack(path, 300)) << "no ACK for the Write";
+  auto is_ack = [](const Received &r) { return r.pkt.bth.opcode == kAck; };
+  while (P.wait(is_ack, 150)) {
+  }  // the Write's ACKs, MSGACK and all: lost
+  P.dut.cmd("error " + std::to_string(t_.s.qp));
+  const uint32_t stream = t_.s.dut_qpn;
+  auto a = P.wait(
+      [stream](const Received &r) {
+        if (r.pkt.bth.opcode != kAck) return false;
+        for (const MsgAck &m : r.pkt.ack.msg_acks)
+          if (m.stream == stream) return true;
+        return false;
+      },
+      300);
+  ASSERT_TRUE(a) << "the stream's MSGACK did not come again when its QP went to Error";
+  for (const MsgAck &m : a->pkt.ack.msg_acks) {
+    if (m.stream == stream) {
+      EXPECT_EQ(m.msn_cum, 1u) << "message 0 was completed";
+    }
+  }
+  EXPECT_EQ(a->pkt.bth.path_id, path) << "not the path that heard from us last";
+  EXPECT_EQ(a->pkt.ack.pkt_count, 0u) << "no packet triggered it";
+  EXPECT_EQ(a->pkt.ack.ts_echo, 0u) << "an ACK no packet triggered echoes no time";
+  EXPECT_EQ(a->pkt.ack.cum_psn, P.model[path].cum);
+}
+
 // [MR-ACK-4], [MR-ENC-4]: CE marks are counted and echoed per path.
 TEST_F(AckTest, MR_ACK_4_CeMarksEchoed) {
   CLAUSES("MR-ACK-4 MR-ENC-4 MR-ACK-5");
