@@ -312,9 +312,14 @@ pair_hear() { # NAME [SECONDS]
 	return 1
 }
 
-# client_connect TRIES CMD...: run a client of a perftest or pingpong server, again
-# (a second later) while it could not reach a server that is not listening yet, at most
-# TRIES times.  Sets CLIENT_OUT (its output) and CLIENT_RC.
+# client_connect TRIES CMD...: run a client, again (a second later) while it could not
+# reach a server that is not listening yet, at most TRIES times.  Sets CLIENT_OUT (its
+# output) and CLIENT_RC.  "Not listening yet" in each client's words: perftest's and
+# the pingpongs' TCP exchange ("Couldn't connect", "unable to init the socket"),
+# ucx_perftest's ("Connection refused"), and rdma_cm's answer when no one listens on the
+# service: a REJECT with reason 8, invalid service ID (rping, ucmatose: "REJECTED, error
+# 8"), or for UD's SIDR "UNREACHABLE" (udaddy).  Seen when a slower machine started a
+# server later than the fixed sleep before its client allowed.
 client_connect() {
 	local tries=$1 i
 	shift
@@ -323,7 +328,7 @@ client_connect() {
 		CLIENT_OUT=$("$@" 2>&1)
 		CLIENT_RC=$?
 		[ "$CLIENT_RC" != 0 ] &&
-			grep -qiE "couldn't connect|unable to init the socket|connection refused" \
+			grep -qiE "couldn't connect|unable to init the socket|connection refused|RDMA_CM_EVENT_REJECTED, error:? 8\b|RDMA_CM_EVENT_UNREACHABLE" \
 				<<<"$CLIENT_OUT" || break
 	done
 }

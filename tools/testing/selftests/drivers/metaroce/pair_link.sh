@@ -21,8 +21,9 @@ if [ "$MR_ROLE" = b ]; then
 	check "rxe ib_write_bw server" timeout 120 ib_write_bw -d rxe0 -x 1 -s 4096 -n 500 -F
 else
 	sleep 2
-	out=$(timeout 120 ib_write_bw -d rxe0 -x 1 -s 4096 -n 500 -F "$MR_PEER" 2>&1)
-	check_eq "rxe ib_write_bw client ran" 0 $?
+	client_connect 20 timeout 120 ib_write_bw -d rxe0 -x 1 -s 4096 -n 500 -F "$MR_PEER"
+	out=$CLIENT_OUT
+	check_eq "rxe ib_write_bw client ran" 0 "$CLIENT_RC"
 	bw=$(awk '/^ 4096/ {print $4}' <<<"$out")
 	log "rxe ib_write_bw 4 KiB: ${bw:-?} MB/s"
 	check "perftest reported a bandwidth" test -n "$bw"

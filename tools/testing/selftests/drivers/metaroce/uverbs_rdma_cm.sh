@@ -28,12 +28,14 @@ cm_round() { # LABEL
 		check "$1: ucmatose server: 4 connections" timeout 300 ucmatose -b "$ME" -c 4 -C 10
 	else
 		sleep 2
-		out=$(timeout 300 rping -c -a "$MR_PEER_EP" -V -v -C 20 -S 1000 2>&1)
-		check_eq "$1: rping client: 20 verified pings (exit status)" 0 $?
+		client_connect 20 timeout 300 rping -c -a "$MR_PEER_EP" -V -v -C 20 -S 1000
+		out=$CLIENT_OUT
+		check_eq "$1: rping client: 20 verified pings (exit status)" 0 "$CLIENT_RC"
 		check_eq "$1: rping client printed 20 pings" 20 "$(grep -c '^ping data: ' <<<"$out")"
 		sleep 3
-		out=$(timeout 300 ucmatose -s "$MR_PEER_EP" -c 4 -C 10 2>&1)
-		check_eq "$1: ucmatose client: 4 connections (exit status)" 0 $?
+		client_connect 20 timeout 300 ucmatose -s "$MR_PEER_EP" -c 4 -C 10
+		out=$CLIENT_OUT
+		check_eq "$1: ucmatose client: 4 connections (exit status)" 0 "$CLIENT_RC"
 		echo "$out" | tail -n 5 | sed 's/^/#   /'
 	fi
 	check "barrier: $1: done" pair_barrier "done-$1" 300

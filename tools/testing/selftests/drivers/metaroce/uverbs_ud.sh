@@ -60,8 +60,8 @@ udaddy_run() {
 		rc=$?
 	else
 		sleep 3
-		out=$(timeout 60 udaddy -s "$MR_PEER_EP" -c "$1" -C 10 2>&1)
-		rc=$?
+		client_connect 20 timeout 60 udaddy -s "$MR_PEER_EP" -c "$1" -C 10
+		out=$CLIENT_OUT rc=$CLIENT_RC
 	fi
 	sed 's/^/#   /' <<<"$out" | tail -n 4
 	RUN_OUT=$out
