@@ -110,6 +110,19 @@ struct Pair {
 		return sent;
 	}
 
+	// A posts a one-packet Send (cookie) on stream 0; its packet reaches B and is
+	// placed.  The packet is left in *d, for a test that sends it again.
+	void SendOnePacketToB(u64 cookie, mr_tx_desc *d)
+	{
+		mr_place pl;
+
+		ASSERT_EQ(mr_conn_post(a.get(), 0, MR_OP_SEND, 100, 0, 0, cookie), 0);
+		ASSERT_TRUE(mr_conn_next_packet(a.get(), now, d));
+		d->pkt.payload = send_payload.data();
+		ASSERT_EQ(mr_conn_receive(b.get(), now, &d->pkt, false, &pl), MR_RX_RESULT_PLACE);
+	}
+	std::vector<u8> send_payload = std::vector<u8>(4096);
+
 	std::vector<mr_completion> Poll(mr_conn *c)
 	{
 		std::vector<mr_completion> v;
@@ -502,10 +515,7 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 	mr_place pl;
 	mr_pkt ack;
 
-	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
-	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
-	d.pkt.payload = payload.data();
-	ASSERT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	ASSERT_NO_FATAL_FAILURE(p.SendOnePacketToB(1, &d));
 	// the ACK for the packet comes before B's completion is polled: no MSGACK covers it
 	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), p.now, &ack));
 	mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
@@ -593,19 +603,23 @@ TEST(Close, ProbeOfAMessageCompletedBeforeTheCloseGetsItsMsgack_MR_VERBS_11)
 // WARNs on that flush).  The repeat goes out before any DREQ of the tear-down.
 TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
 {
+	// B's consumer stops the stream: moves its QP to Error, or destroys it.
+	auto stop = [](Pair &p, bool destroy) {
+		if (destroy)
+			mr_conn_close_stream(p.b.get(), 0);
+		else
+			mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+	};
+
 	for (bool destroy : { false, true }) {
 		SCOPED_TRACE(destroy ? "destroyed" : "moved to Error");
 		Pair p;
-		std::vector<u8> payload(4096);
 		mr_tx_desc d;
 		mr_place pl;
 		mr_pkt ack;
 		mr_completion x;
 
-		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 7), 0);
-		ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
-		d.pkt.payload = payload.data();
-		ASSERT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+		ASSERT_NO_FATAL_FAILURE(p.SendOnePacketToB(7, &d));
 		ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &x));
 		EXPECT_EQ(x.status, MR_WC_SUCCESS);
 		int lost = 0;
@@ -615,10 +629,7 @@ TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
 		EXPECT_TRUE(p.Poll(p.a.get()).empty()) << "A does not know yet";
 
 		p.now += 1000;	// no timer runs: the repeat needs none
-		if (destroy)
-			mr_conn_close_stream(p.b.get(), 0);
-		else
-			mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+		stop(p, destroy);
 		bool msgack = false;
 		while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
 			mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
@@ -645,10 +656,7 @@ TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
 		Pair p;
 		mr_pkt ack;
 
-		if (destroy)
-			mr_conn_close_stream(p.b.get(), 0);
-		else
-			mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+		stop(p, destroy);
 		while (mr_conn_next_ack(p.b.get(), p.now, &ack))
 			EXPECT_NE(ack.bth.opcode, MR_OP_ACK) << destroy;
 	}
