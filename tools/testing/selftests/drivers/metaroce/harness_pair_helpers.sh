@@ -44,7 +44,6 @@ for msg in "connect() failed: Connection refused" "Couldn't connect to 198.18.0.
 	client_connect 5 refused_twice "$msg"
 	check_eq "client_connect tried again after '$msg'" "0 3" "$CLIENT_RC $(cat /tmp/tries)"
 done
-rm -f /tmp/tries
 for msg in "Segmentation fault" "cma event RDMA_CM_EVENT_REJECTED, error 28"; do
 	rm -f /tmp/tries
 	client_connect 5 refused_twice "$msg"
