@@ -178,10 +178,35 @@ void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm)
 	}
 }
 
-/*
- * The connection is gone (failed, closed, peer restarted): its QPs go to
- * Error.  When that fails QPs it is counted and logged (rate-limited): why.
- */
+/* Counted and logged (rate-limited): the connection failed QPs, and why. */
+static void metaroce_conn_warn(struct metaroce_conn *c, const char *why)
+{
+	metaroce_count(c->mdev, METAROCE_CNT_CONN_FAILURES);
+	if (ipv6_addr_v4mapped(&c->raddr))
+		pr_warn_ratelimited("%s: connection to %pI4 failed its QPs: %s\n",
+				    dev_name(&c->mdev->ibdev.dev), &c->raddr.s6_addr32[3], why);
+	else
+		pr_warn_ratelimited("%s: connection to %pI6c failed its QPs: %s\n",
+				    dev_name(&c->mdev->ibdev.dev), &c->raddr, why);
+}
+
+/* A QP of a connection that ended: its oldest WQE fails with RETRY_EXC_ERR, then Error. */
+static void metaroce_qp_fail_locked(struct metaroce_qp *qp)
+{
+	if (qp->sq.head != qp->sq.tail)
+		metaroce_complete_send(qp, metaroce_sq_wqe(&qp->sq, qp->sq.head++),
+				       IB_WC_RETRY_EXC_ERR);
+	metaroce_qp_to_error(qp);
+}
+
+/* [MR-CONN-14] a QP whose stream on c has neither sent nor received. */
+static bool metaroce_qp_unused_locked(struct metaroce_conn *c, struct metaroce_qp *qp)
+{
+	return c->established && qp->slot >= 0 && READ_ONCE(qp->state) != IB_QPS_ERR &&
+	       mr_conn_stream_unused(c->eng, qp->slot);
+}
+
+/* The connection is gone (failed, closed, peer restarted): its QPs go to Error. */
 void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why)
 {
 	struct metaroce_qp *qp;
@@ -189,21 +214,47 @@ void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why)
 	if (c->dead)
 		return;
 	c->dead = true;
-	if (!list_empty(&c->qps)) {
-		metaroce_count(c->mdev, METAROCE_CNT_CONN_FAILURES);
-		if (ipv6_addr_v4mapped(&c->raddr))
-			pr_warn_ratelimited("%s: connection to %pI4 failed its QPs: %s\n",
-					    dev_name(&c->mdev->ibdev.dev), &c->raddr.s6_addr32[3],
-					    why);
-		else
-			pr_warn_ratelimited("%s: connection to %pI6c failed its QPs: %s\n",
-					    dev_name(&c->mdev->ibdev.dev), &c->raddr, why);
+	if (!list_empty(&c->qps))
+		metaroce_conn_warn(c, why);
+	list_for_each_entry(qp, &c->qps, conn_node)
+		metaroce_qp_fail_locked(qp);
+}
+
+/*
+ * The peer ended the connection: its CLOSE (req NULL), or its restart or
+ * replacement proven by the CONNECT_REQ req.  [MR-CONN-14] QPs whose streams
+ * never sent nor received lose nothing when the peer may still bring their
+ * partners: true when there are such QPs, and c->renew is set for
+ * metaroce_conn_renew() to start the connection over for them; the other QPs
+ * fail.  False: the connection failed as a whole.
+ */
+bool metaroce_conn_end_locked(struct metaroce_conn *c, const struct mr_pkt *req, const char *why)
+{
+	struct metaroce_qp *qp;
+	bool used = false, unused = false;
+
+	if (c->dead)
+		return false;
+	if (!mr_hs_renewable(&c->hs, req)) {
+		metaroce_conn_fail_locked(c, why);
+		return false;
 	}
 	list_for_each_entry(qp, &c->qps, conn_node) {
-		if (qp->sq.head != qp->sq.tail) {
-			metaroce_complete_send(qp, metaroce_sq_wqe(&qp->sq, qp->sq.head++),
-					       IB_WC_RETRY_EXC_ERR);
-		}
-		metaroce_qp_to_error(qp);
+		if (metaroce_qp_unused_locked(c, qp))
+			unused = true;
+		else
+			used = true;
 	}
+	if (!unused) {
+		metaroce_conn_fail_locked(c, why);
+		return false;
+	}
+	if (used)
+		metaroce_conn_warn(c, why);
+	list_for_each_entry(qp, &c->qps, conn_node)
+		if (!metaroce_qp_unused_locked(c, qp))
+			metaroce_qp_fail_locked(qp);
+	mr_conn_end(c->eng);
+	c->renew = true;
+	return true;
 }

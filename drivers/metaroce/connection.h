@@ -33,6 +33,7 @@ struct metaroce_conn {
 	struct list_head qps;		/* attached QPs */
 	u64 idle_since;			/* when the last QP went */
 	bool retiring;			/* its last QP went: CLOSE after MR_CONN_IDLE */
+	bool renew;			/* [MR-CONN-14] the peer ended it: start over */
 	u64 ask_at;			/* [MR-CONN-12] the waiting side asks itself then */
 	u64 last_rx_ns;			/* [MR-CONN-7] a packet of the peer's last came */
 	bool local;			/* made for our QP (nr_local_conns), not accepted */

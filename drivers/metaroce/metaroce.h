@@ -558,12 +558,14 @@ int metaroce_srq_qp_init(struct metaroce_qp *qp, struct ib_srq *ibsrq);
 /* complete.c: completions of RC work, flushes, QPs and connections to Error */
 struct metaroce_send_wqe;
 struct mr_completion;
+struct mr_pkt;
 void metaroce_complete_send(struct metaroce_qp *qp, struct metaroce_send_wqe *wqe,
 			    enum ib_wc_status status);
 void metaroce_sq_complete_local(struct metaroce_qp *qp);
 void metaroce_qp_to_error(struct metaroce_qp *qp);
 void metaroce_complete(struct metaroce_conn *c, const struct mr_completion *cm);
 void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why);
+bool metaroce_conn_end_locked(struct metaroce_conn *c, const struct mr_pkt *req, const char *why);
 
 /* sq.c: send queues, from kernel WRs or a process's ring to the engine */
 int metaroce_post_send_locked(struct metaroce_qp *qp, const struct ib_send_wr *wr,
@@ -610,7 +612,9 @@ struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
 					 const struct in6_addr *laddr,
 					 const struct in6_addr *raddr);
-void metaroce_conn_remove(struct metaroce_conn *c, bool failed);
+void metaroce_conn_remove(struct metaroce_conn *c);
+struct mr_hs_local;
+void metaroce_conn_begin_locked(struct metaroce_conn *c, const struct mr_hs_local *l);
 void metaroce_conn_established(struct metaroce_conn *c);
 void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp);
 void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);

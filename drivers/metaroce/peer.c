@@ -59,9 +59,42 @@ void metaroce_conn_established(struct metaroce_conn *c)
 	c->eng->ops = &metaroce_engine_ops;
 	c->eng->ops_ctx = c;
 	c->established = true;
+	/* A QP failed when the connection ended ([MR-CONN-14]) stays without a stream. */
 	list_for_each_entry(qp, &c->qps, conn_node)
-		if (qp->slot < 0)
+		if (qp->slot < 0 && READ_ONCE(qp->state) != IB_QPS_ERR)
 			metaroce_open_stream(c, qp);
+}
+
+/* [MR-CONN-3] a new src_conn_id: random over all 32 bits, nonzero and unique among ours. */
+static int metaroce_conn_new_id(struct metaroce_conn *c, u32 *id)
+{
+	int err, tries;
+
+	for (tries = 0, err = -EBUSY; tries < 16 && err == -EBUSY; tries++) {
+		*id = get_random_u32();
+		if (*id)
+			err = xa_insert(&c->mdev->conn_ids, *id, c, GFP_KERNEL);
+	}
+	return err;
+}
+
+/*
+ * Start the handshake of a connection our QPs wait for; c->lock held.
+ * [MR-CONN-12] both ends move their QPs to RTR; the one with the lower
+ * address asks and the other waits for its CONNECT_REQ, so the handshake
+ * never crosses itself.  [MR-CONN-13] a connection to our own address is its
+ * own peer, up at once: its packets come back over loopback.
+ */
+void metaroce_conn_begin_locked(struct metaroce_conn *c, const struct mr_hs_local *l)
+{
+	if (ipv6_addr_equal(&c->laddr, &c->raddr)) {
+		if (mr_hs_loopback(&c->hs, l, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
+			metaroce_conn_established(c);
+	} else if (mr_hs_we_ask(c->laddr.s6_addr, c->raddr.s6_addr)) {
+		mr_hs_connect(&c->hs, l, metaroce_now(), c->id, get_random_u32());
+	} else {
+		WRITE_ONCE(c->ask_at, metaroce_now() + MR_CONN_WAIT_NS);
+	}
 }
 
 /*
@@ -74,7 +107,6 @@ struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 					  const struct in6_addr *raddr, bool local)
 {
 	struct metaroce_conn *c;
-	int err, tries;
 	u32 p;
 
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
@@ -102,13 +134,7 @@ struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 	c->timer.function = metaroce_conn_timer;
 	INIT_WORK(&c->tx_work, metaroce_conn_tx_work);
 
-	/* [MR-CONN-3] random over all 32 bits, nonzero and unique among ours. */
-	for (tries = 0, err = -EBUSY; tries < 16 && err == -EBUSY; tries++) {
-		c->id = get_random_u32();
-		if (c->id)
-			err = xa_insert(&mdev->conn_ids, c->id, c, GFP_KERNEL);
-	}
-	if (err) {
+	if (metaroce_conn_new_id(c, &c->id)) {
 		metaroce_conn_free_dst(c);
 		kvfree(c->eng);
 		kfree(c);
@@ -137,17 +163,17 @@ struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
 	 */
 	list_for_each_entry(c, &mdev->conns, node)
 		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
-		    mr_hs_joinable(&c->hs, c->dead, c->retiring))
+		    (mr_hs_joinable(&c->hs, c->dead, c->retiring) ||
+		     (READ_ONCE(c->renew) && !c->dead)))
 			return c;
 	return NULL;
 }
 
-/* Add a connection's engine counters to v (METAROCE_ENG_* order). */
-static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
+/* Add a connection's engine counters to v (METAROCE_ENG_* order); c->lock held. */
+static void metaroce_conn_eng_add_locked(struct metaroce_conn *c, u64 *v)
 {
 	const struct mr_conn *e = c->eng;
 
-	spin_lock_bh(&c->lock);
 	v[METAROCE_ENG_RETRANSMITS - METAROCE_NR_COUNTERS] += e->retransmits;
 	v[METAROCE_ENG_RTOS - METAROCE_NR_COUNTERS] += e->rtos;
 	v[METAROCE_ENG_SPURIOUS_RTOS - METAROCE_NR_COUNTERS] += e->spurious_rtos;
@@ -171,6 +197,12 @@ static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
 	/* A maximum over the device's connections, the removed ones included. */
 	v[METAROCE_ENG_INFLIGHT_MAX - METAROCE_NR_COUNTERS] =
 		max_t(u64, v[METAROCE_ENG_INFLIGHT_MAX - METAROCE_NR_COUNTERS], e->inflight_max);
+}
+
+static void metaroce_conn_eng_add(struct metaroce_conn *c, u64 *v)
+{
+	spin_lock_bh(&c->lock);
+	metaroce_conn_eng_add_locked(c, v);
 	spin_unlock_bh(&c->lock);
 }
 
@@ -186,11 +218,9 @@ void metaroce_conn_eng_stats(struct metaroce_dev *mdev, u64 *v)
 }
 
 /* Take a connection out of the table and stop it; conn_mutex held. */
-void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
+void metaroce_conn_remove(struct metaroce_conn *c)
 {
 	spin_lock_bh(&c->lock);
-	if (failed)
-		metaroce_conn_fail_locked(c, "the peer restarted [MR-CONN-7]");
 	c->dead = true;
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);
@@ -205,6 +235,66 @@ void metaroce_conn_remove(struct metaroce_conn *c, bool failed)
 	metaroce_conn_put(c);		/* the table's */
 }
 
+/*
+ * [MR-CONN-14] the peer ended the connection, but some of its QPs' streams
+ * never sent nor received: the connection starts over for them, the same
+ * object with a new conn_id and engine, so that the QPs keep it.  req: the
+ * peer's CONNECT_REQ that replaced it, answered into it; NULL after a CLOSE,
+ * when it begins as if its QPs had just moved to RTR.  conn_mutex held.
+ */
+static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *req)
+{
+	struct metaroce_dev *mdev = c->mdev;
+	struct metaroce_qp *qp;
+	struct mr_hs_local l;
+	u32 old_id = c->id, id;
+	bool live = false;
+
+	/* The CLOSE_ACK the old connection owes leaves first. */
+	flush_work(&c->tx_work);
+	if (metaroce_conn_new_id(c, &id)) {
+		spin_lock_bh(&c->lock);
+		WRITE_ONCE(c->renew, false);
+		metaroce_conn_fail_locked(c, "no conn_id to start over");
+		spin_unlock_bh(&c->lock);
+		return;
+	}
+	metaroce_hs_local(mdev, &l);
+	spin_lock_bh(&c->lock);
+	list_for_each_entry(qp, &c->qps, conn_node)
+		live |= READ_ONCE(qp->state) != IB_QPS_ERR;
+	/* Failed since ([MR-CONN-10]), or its QPs went: it ends as any other. */
+	if (!c->renew || c->dead || !live) {
+		WRITE_ONCE(c->renew, false);
+		metaroce_conn_fail_locked(c, "closed by the peer");
+		spin_unlock_bh(&c->lock);
+		xa_erase(&mdev->conn_ids, id);
+		return;
+	}
+	WRITE_ONCE(c->renew, false);
+	/* Every stream gives its memory back to its QP; only the unused ones reopen. */
+	list_for_each_entry(qp, &c->qps, conn_node) {
+		if (qp->slot < 0)
+			continue;
+		c->stream_qp[qp->slot] = NULL;
+		qp->stream_mem = mr_conn_close_stream(c->eng, qp->slot);
+		qp->slot = -1;
+	}
+	metaroce_conn_eng_add_locked(c, mdev->eng_retired);
+	memset(c->eng, 0, sizeof(*c->eng));	/* as new: mr_conn_init() at establishment */
+	memset(&c->hs, 0, sizeof(c->hs));
+	c->established = false;
+	c->id = id;
+	if (!req)
+		metaroce_conn_begin_locked(c, &l);
+	else if (mr_hs_accept(&c->hs, &l, req, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
+		metaroce_conn_established(c);
+	spin_unlock_bh(&c->lock);
+	xa_erase(&mdev->conn_ids, old_id);
+	metaroce_count(mdev, METAROCE_CNT_CONN_RENEWALS);
+	metaroce_conn_kick(c);
+}
+
 /* Connections without QPs: CLOSE those idle for MR_CONN_IDLE, drop dead ones. */
 static void metaroce_conn_idle_work(struct work_struct *work)
 {
@@ -216,6 +306,8 @@ static void metaroce_conn_idle_work(struct work_struct *work)
 
 	mutex_lock(&mdev->conn_mutex);
 	list_for_each_entry_safe(c, tmp, &mdev->conns, node) {
+		if (READ_ONCE(c->renew))
+			metaroce_conn_renew(c, NULL);	/* [MR-CONN-14] */
 		spin_lock_bh(&c->lock);
 		/*
 		 * [MR-CONN-9] without QPs for MR_CONN_IDLE: an established
@@ -234,7 +326,7 @@ static void metaroce_conn_idle_work(struct work_struct *work)
 			flush_work(&c->tx_work);
 		}
 		if (v == MR_HS_IDLE_CLOSE || v == MR_HS_IDLE_DROP)
-			metaroce_conn_remove(c, false);
+			metaroce_conn_remove(c);
 	}
 	mutex_unlock(&mdev->conn_mutex);
 	if (wait)
@@ -260,6 +352,7 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 	enum mr_hs_req_action act;
 	struct mr_hs_local l;
 	struct mr_pkt pkt;
+	bool renew;
 
 	if (mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
 			 &pkt) != MR_PARSE_OK)
@@ -290,8 +383,19 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 			metaroce_conn_kick(c);
 			return;
 		}
-		/* A restarted or replaced peer, proven: the old connection goes. */
-		metaroce_conn_remove(c, true);
+		/*
+		 * A restarted or replaced peer, proven: the old connection
+		 * ends.  [MR-CONN-14] when QPs whose streams never carried
+		 * anything are on it, the request starts it over for them.
+		 */
+		spin_lock_bh(&c->lock);
+		renew = metaroce_conn_end_locked(c, &pkt, "the peer restarted [MR-CONN-7]");
+		spin_unlock_bh(&c->lock);
+		if (renew) {
+			metaroce_conn_renew(c, &pkt);
+			return;
+		}
+		metaroce_conn_remove(c);
 	}
 	if (mdev->nr_conns >= READ_ONCE(metaroce_max_conns)) {
 		/* [MR-SEC-4] silently: an answer would serve a flood. */
@@ -376,7 +480,7 @@ void metaroce_conn_dev_cleanup(struct metaroce_dev *mdev)
 	cancel_delayed_work_sync(&mdev->conn_idle_work);
 	mutex_lock(&mdev->conn_mutex);
 	list_for_each_entry_safe(c, tmp, &mdev->conns, node)
-		metaroce_conn_remove(c, false);
+		metaroce_conn_remove(c);
 	mutex_unlock(&mdev->conn_mutex);
 	xa_destroy(&mdev->conn_ids);
 }

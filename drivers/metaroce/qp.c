@@ -148,30 +148,10 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 			mutex_unlock(&mdev->conn_mutex);
 			return -ENOMEM;
 		}
-		/*
-		 * [MR-CONN-12] both ends move their QPs to RTR; the one with
-		 * the lower address asks and the other waits for its
-		 * CONNECT_REQ, so the handshake never crosses itself.
-		 * [MR-CONN-13] a connection to our own address is its own
-		 * peer, up at once: its packets come back over loopback.
-		 */
-		if (ipv6_addr_equal(laddr, raddr)) {
-			metaroce_hs_local(mdev, &l);
-			spin_lock_bh(&c->lock);
-			if (mr_hs_loopback(&c->hs, &l, c->id, get_random_u32()) ==
-			    MR_HS_EV_ESTABLISHED)
-				metaroce_conn_established(c);
-			spin_unlock_bh(&c->lock);
-		} else if (mr_hs_we_ask(laddr->s6_addr, raddr->s6_addr)) {
-			metaroce_hs_local(mdev, &l);
-			spin_lock_bh(&c->lock);
-			mr_hs_connect(&c->hs, &l, metaroce_now(), c->id, get_random_u32());
-			spin_unlock_bh(&c->lock);
-		} else {
-			spin_lock_bh(&c->lock);
-			WRITE_ONCE(c->ask_at, metaroce_now() + MR_CONN_WAIT_NS);
-			spin_unlock_bh(&c->lock);
-		}
+		metaroce_hs_local(mdev, &l);
+		spin_lock_bh(&c->lock);
+		metaroce_conn_begin_locked(c, &l);
+		spin_unlock_bh(&c->lock);
 	}
 	refcount_inc(&c->ref);
 	spin_lock_bh(&c->lock);

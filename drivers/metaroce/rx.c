@@ -100,6 +100,7 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 	struct metaroce_conn *c;
 	struct mr_place pl;
 	enum mr_hs_event ev;
+	bool renew = false;
 	u64 now;
 
 	rcu_read_lock();
@@ -139,7 +140,7 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 		if (ev == MR_HS_EV_ESTABLISHED && !c->established)
 			metaroce_conn_established(c);
 		else if (ev == MR_HS_EV_CLOSED)
-			metaroce_conn_fail_locked(c, "closed by the peer");
+			renew = metaroce_conn_end_locked(c, NULL, "closed by the peer");
 		else if (ev == MR_HS_EV_FAILED)
 			metaroce_conn_fail_locked(c, "the peer refused the handshake");
 		break;
@@ -164,6 +165,9 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 	spin_unlock(&c->lock);
 	metaroce_share_tick(mdev, now);
 	metaroce_conn_kick(c);
+	/* [MR-CONN-14] after the kick: the renewal waits for the CLOSE_ACK to leave. */
+	if (renew)
+		mod_delayed_work(system_wq, &mdev->conn_idle_work, 0);
 	metaroce_conn_put(c);
 }
 

@@ -32,7 +32,10 @@ static u8 metaroce_mr_opcode(enum ib_wr_opcode op)
 	}
 }
 
-/* Hand waiting send WQEs to the engine while its window has room. */
+/*
+ * Hand waiting send WQEs to the engine while its window has room (and while
+ * the peer has not ended the connection, [MR-CONN-14]: they wait for the next).
+ */
 void metaroce_sq_push(struct metaroce_conn *c, struct metaroce_qp *qp)
 {
 	struct metaroce_send_wqe *wqe;

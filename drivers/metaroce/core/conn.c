@@ -100,6 +100,30 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	}
 }
 
+bool mr_conn_stream_unused(const struct mr_conn *c, u32 slot)
+{
+	const struct mr_tx_stream *ts;
+	const struct mr_rx_stream *rs;
+	u32 i;
+
+	if (slot >= MR_CONN_STREAMS || !c->mem[slot])
+		return false;
+	ts = c->tx[slot];
+	rs = c->rx[slot];
+	if (ts->next_msn || ts->err || rs->msn_cum || rs->next_rsn || rs->err || rs->nak_pending ||
+	    rs->touched)
+		return false;
+	for (i = 0; i < MR_STREAM_MAX_MSGS; i++)
+		if (rs->msg[i].state != MR_MSG_FREE || ts->resp[i].state != MR_MSG_FREE)
+			return false;
+	return true;
+}
+
+void mr_conn_end(struct mr_conn *c)
+{
+	c->ended = true;
+}
+
 struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 {
 	struct mr_stream *mem;
@@ -156,6 +180,8 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 
 	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use || wr->len > MR_MAX_MSG_LEN)
 		return -1;
+	if (c->ended)
+		return -1;	/* [MR-CONN-14] the WQE waits for the next connection */
 	if (wr->opcode != MR_OP_SEND && wr->opcode != MR_OP_WRITE && !request)
 		return -1;
 	/* [MR-WIRE-4] IMM on SEND and WRITE, INV on SEND only, never both */

@@ -111,6 +111,7 @@ struct mr_conn {
 	const struct mr_conn_ops *ops;	/* NULL: everything may be placed and executed */
 	void *ops_ctx;
 	bool failed;		/* [MR-CONN-10] */
+	bool ended;		/* [MR-CONN-14] the peer ended it: no new messages taken */
 	bool challenge;		/* [MR-CONN-7] send a PROBE that the peer must answer */
 	u64 last_ack_ns;
 	u64 last_timer_ns;	/* the last mr_conn_on_timer(), [MR-CONN-10] */
@@ -265,7 +266,22 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot);
  * for it is refused with a NAK of nak_code. The slot stays taken until closed.
  */
 void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code);
-/* Queue a work request; returns 0, or -1 when the stream's message window is full. */
+/*
+ * [MR-CONN-14] the stream in slot has neither sent nor received: no message of its
+ * own was started, none of the peer's arrived, nothing is owed.  Such a stream loses
+ * nothing when its connection ends, and goes on in the next one.
+ */
+bool mr_conn_stream_unused(const struct mr_conn *c, u32 slot);
+/*
+ * [MR-CONN-14] the peer ended the connection: from now on no work request is taken
+ * (mr_conn_post_wr() refuses it as if the window were full), so that a stream that
+ * carried nothing stays so until it moves to the next connection with its WQEs.
+ */
+void mr_conn_end(struct mr_conn *c);
+/*
+ * Queue a work request; returns 0, or -1 when the stream's message window is full or
+ * the connection ended ([MR-CONN-14]).
+ */
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr);
 /* The same for a SEND, WRITE or READ_REQ without flags. */
 int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rkey, u64 cookie);

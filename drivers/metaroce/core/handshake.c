@@ -229,6 +229,18 @@ enum mr_hs_req_action mr_hs_on_connect_req(struct mr_hs *hs, u64 now, u64 last_r
 	return MR_HS_ACT_NONE;
 }
 
+/*
+ * Their partner QPs may still come: the peer's QP joins a connection only at RTR, which
+ * can be seconds after ours under rdma_cm.  Not after a restart, or a CLOSE for any other
+ * reason (its device removed, an error): the partners went with the peer's device.
+ */
+bool mr_hs_renewable(const struct mr_hs *hs, const struct mr_pkt *req)
+{
+	if (req)
+		return req->conn.incarnation == hs->peer_incarnation;
+	return hs->state == MR_HS_CLOSED && hs->close_reason == MR_CLOSE_IDLE;
+}
+
 enum mr_hs_idle_verdict mr_hs_idle(const struct mr_hs *hs, bool in_use, bool failed,
 				   u64 idle_since, u64 now, u64 *wait_ns)
 {

@@ -129,6 +129,12 @@ bool mr_hs_joinable(const struct mr_hs *hs, bool failed, bool retiring);
  */
 enum mr_hs_req_action mr_hs_on_connect_req(struct mr_hs *hs, u64 now, u64 last_rx_ns,
 					   const struct mr_pkt *req);
+/*
+ * [MR-CONN-14] whether the streams that never carried anything go on, now that the
+ * peer ended this connection: after its idle CLOSE (req NULL), or when its CONNECT_REQ
+ * req replaced the connection under the same incarnation ([MR-CONN-11]).
+ */
+bool mr_hs_renewable(const struct mr_hs *hs, const struct mr_pkt *req);
 /* [MR-CONN-9] in_use: the connection has streams; idle_since: when its last one went. */
 enum mr_hs_idle_verdict mr_hs_idle(const struct mr_hs *hs, bool in_use, bool failed,
 				   u64 idle_since, u64 now, u64 *wait_ns);

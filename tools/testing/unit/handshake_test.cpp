@@ -270,6 +270,35 @@ TEST(Handshake, CloseIsAcknowledgedAndRetried_MR_CONN_9)
 	EXPECT_EQ(a.state, MR_HS_CLOSED);
 }
 
+// [MR-CONN-14] the streams that carried nothing go on after the peer's idle CLOSE, or a
+// replacing request of the same incarnation; not after another CLOSE or a restart.
+TEST(Handshake, OnlyAnIdleCloseOrAReplacementSparesUnusedStreams_MR_CONN_14)
+{
+	mr_hs_local la = Local(0x1111), lb = Local(0x2222), restarted = Local(0x3333);
+
+	for (u32 reason : { MR_CLOSE_NORMAL, MR_CLOSE_IDLE, MR_CLOSE_ERROR, MR_CLOSE_RESTARTED }) {
+		mr_hs a, b;
+		mr_hs_connect(&a, &la, 0, 7, 1);
+		mr_pkt req = Next(a);
+		mr_hs_accept(&b, &lb, &req, 9, 2);
+		mr_pkt resp = Next(b);
+		ASSERT_EQ(mr_hs_on_packet(&a, 0, &resp), MR_HS_EV_ESTABLISHED);
+		EXPECT_FALSE(mr_hs_renewable(&b, nullptr)) << "not closed";
+		ASSERT_EQ(mr_hs_close(&a, 100, reason), 0);
+		mr_pkt close = Next(a, 100);
+		ASSERT_EQ(mr_hs_on_packet(&b, 100, &close), MR_HS_EV_CLOSED);
+		EXPECT_EQ(mr_hs_renewable(&b, nullptr), reason == MR_CLOSE_IDLE) << reason;
+	}
+	mr_hs a, b, a2, a3;
+	Establish(a, b);
+	mr_hs_connect(&a2, &la, 0, 8, 3);
+	mr_pkt replacing = Next(a2);
+	EXPECT_TRUE(mr_hs_renewable(&b, &replacing)) << "the same incarnation, a new conn_id";
+	mr_hs_connect(&a3, &restarted, 0, 8, 3);
+	mr_pkt restart = Next(a3);
+	EXPECT_FALSE(mr_hs_renewable(&b, &restart)) << "a new incarnation";
+}
+
 // [MR-CONN-7] a restart claim for a live connection is challenged, refused while the old
 // peer answers, and believed only after MR_RESTART_CHALLENGE_NS of silence since.
 TEST(Handshake, RestartIsBelievedOnlyAfterAChallengeGoesUnanswered_MR_CONN_7)

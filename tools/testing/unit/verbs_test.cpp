@@ -662,6 +662,57 @@ TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
 	}
 }
 
+// [MR-CONN-14] only a stream that has neither sent nor received goes on when the peer
+// ends its connection: one message posted, one packet received, or an error, and it has
+// something to lose.
+TEST(Close, OnlyAStreamThatCarriedNothingIsUnused_MR_CONN_14)
+{
+	Pair p;
+	mr_tx_desc d;
+	mr_completion x;
+
+	EXPECT_TRUE(mr_conn_stream_unused(p.a.get(), 0));
+	EXPECT_TRUE(mr_conn_stream_unused(p.b.get(), 0));
+	EXPECT_FALSE(mr_conn_stream_unused(p.a.get(), 1)) << "a slot that is not open";
+	EXPECT_FALSE(mr_conn_stream_unused(p.a.get(), MR_CONN_STREAMS));
+
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), 0);
+	EXPECT_FALSE(mr_conn_stream_unused(p.a.get(), 0)) << "posted, not sent yet";
+	EXPECT_TRUE(mr_conn_stream_unused(p.b.get(), 0));
+	mr_place pl;
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), p.now, &d));
+	d.pkt.payload = p.send_payload.data();
+	ASSERT_EQ(mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl), MR_RX_RESULT_PLACE);
+	EXPECT_FALSE(mr_conn_stream_unused(p.b.get(), 0)) << "received, not completed yet";
+	ASSERT_TRUE(mr_conn_poll_completion(p.b.get(), &x));
+	EXPECT_FALSE(mr_conn_stream_unused(p.b.get(), 0)) << "completed";
+
+	Pair q;
+	mr_conn_error_stream(q.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+	EXPECT_FALSE(mr_conn_stream_unused(q.b.get(), 0)) << "in the error state";
+	// A read request's response is owed: the responder's side has something to lose.
+	Pair r;
+	ASSERT_EQ(mr_conn_post(r.a.get(), 0, MR_OP_READ_REQ, 64, 0x1000, 5, 2), 0);
+	ASSERT_TRUE(mr_conn_next_packet(r.a.get(), r.now, &d));
+	mr_conn_receive(r.b.get(), r.now, &d.pkt, false, &pl);
+	EXPECT_FALSE(mr_conn_stream_unused(r.b.get(), 0)) << "a Read request received";
+}
+
+// [MR-CONN-14] once the peer ended the connection, a work request posted to a stream that
+// carried nothing is not taken: the stream stays unused, and the WQE waits for the next
+// connection.  Nothing leaves either.
+TEST(Close, AnEndedConnectionTakesNoNewWork_MR_CONN_14)
+{
+	Pair p;
+	mr_tx_desc d;
+
+	mr_conn_end(p.a.get());
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_SEND, 100, 0, 0, 1), -1);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 100, 0x1000, 5, 2), -1);
+	EXPECT_TRUE(mr_conn_stream_unused(p.a.get(), 0));
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), p.now, &d));
+}
+
 // [MR-VERBS-11] a closed requester stream drops its messages; acknowledgments of its
 // packets still in flight never count for the next stream in the slot.
 TEST(Close, RequesterSlotReuseIgnoresAcksOfTheOldStream_MR_VERBS_11)
