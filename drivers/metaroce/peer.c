@@ -289,6 +289,8 @@ static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *re
 		metaroce_conn_begin_locked(c, &l);
 	else if (mr_hs_accept(&c->hs, &l, req, c->id, get_random_u32()) == MR_HS_EV_ESTABLISHED)
 		metaroce_conn_established(c);
+	else	/* [MR-CONN-4] no agreement: nothing can carry the QPs' streams */
+		metaroce_conn_fail_locked(c, "no agreement with the peer's new connection");
 	spin_unlock_bh(&c->lock);
 	xa_erase(&mdev->conn_ids, old_id);
 	metaroce_count(mdev, METAROCE_CNT_CONN_RENEWALS);
