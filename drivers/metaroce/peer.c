@@ -263,10 +263,14 @@ static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *re
 	spin_lock_bh(&c->lock);
 	list_for_each_entry(qp, &c->qps, conn_node)
 		live |= READ_ONCE(qp->state) != IB_QPS_ERR;
-	/* Failed since ([MR-CONN-10]), or its QPs went: it ends as any other. */
-	if (!c->renew || c->dead || !live) {
+	/*
+	 * Failed since ([MR-CONN-10]), or the QPs it was kept for went or
+	 * failed: it just ends, its QPs (all in Error) counted once already.
+	 */
+	if (c->renew && (c->dead || !live))
+		c->dead = true;
+	if (!c->renew || c->dead) {
 		WRITE_ONCE(c->renew, false);
-		metaroce_conn_fail_locked(c, "closed by the peer");
 		spin_unlock_bh(&c->lock);
 		xa_erase(&mdev->conn_ids, id);
 		return;
