@@ -224,7 +224,7 @@ void metaroce_conn_fail_locked(struct metaroce_conn *c, const char *why)
  * The peer ended the connection: its CLOSE (req NULL), or its restart or
  * replacement proven by the CONNECT_REQ req.  [MR-CONN-14] QPs whose streams
  * never sent nor received lose nothing when the peer may still bring their
- * partners: true when there are such QPs, and c->renew is set for
+ * partners: true when there are such QPs, and the engine is ended for
  * metaroce_conn_renew() to start the connection over for them; the other QPs
  * fail.  False: the connection failed as a whole.
  */
@@ -255,6 +255,5 @@ bool metaroce_conn_end_locked(struct metaroce_conn *c, const struct mr_pkt *req,
 		if (!metaroce_qp_unused_locked(c, qp))
 			metaroce_qp_fail_locked(qp);
 	mr_conn_end(c->eng);
-	c->renew = true;
 	return true;
 }

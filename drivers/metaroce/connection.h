@@ -33,7 +33,6 @@ struct metaroce_conn {
 	struct list_head qps;		/* attached QPs */
 	u64 idle_since;			/* when the last QP went */
 	bool retiring;			/* its last QP went: CLOSE after MR_CONN_IDLE */
-	bool renew;			/* [MR-CONN-14] the peer ended it: start over */
 	u64 ask_at;			/* [MR-CONN-12] the waiting side asks itself then */
 	u64 last_rx_ns;			/* [MR-CONN-7] a packet of the peer's last came */
 	bool local;			/* made for our QP (nr_local_conns), not accepted */
@@ -61,6 +60,17 @@ static inline void metaroce_conn_free_dst(struct metaroce_conn *c)
 	for (p = 0; p < MR_MAX_PATHS; p++)
 		if (c->dst[p].cache)
 			dst_cache_destroy(&c->dst[p]);
+}
+
+/*
+ * [MR-CONN-14] the peer ended the connection, which starts over for QPs whose
+ * streams carried nothing (metaroce_conn_end_locked() ended its engine).
+ * Read without c->lock by the table's walks, which metaroce_conn_renew()
+ * confirms under it.
+ */
+static inline bool metaroce_conn_renewing(const struct metaroce_conn *c)
+{
+	return !READ_ONCE(c->dead) && READ_ONCE(c->established) && READ_ONCE(c->eng->ended);
 }
 
 static inline void metaroce_conn_put(struct metaroce_conn *c)

@@ -163,8 +163,7 @@ struct metaroce_conn *metaroce_conn_find(struct metaroce_dev *mdev,
 	 */
 	list_for_each_entry(c, &mdev->conns, node)
 		if (ipv6_addr_equal(&c->laddr, laddr) && ipv6_addr_equal(&c->raddr, raddr) &&
-		    (mr_hs_joinable(&c->hs, c->dead, c->retiring) ||
-		     (READ_ONCE(c->renew) && !c->dead)))
+		    (mr_hs_joinable(&c->hs, c->dead, c->retiring) || metaroce_conn_renewing(c)))
 			return c;
 	return NULL;
 }
@@ -254,7 +253,6 @@ static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *re
 	flush_work(&c->tx_work);
 	if (metaroce_conn_new_id(c, &id)) {
 		spin_lock_bh(&c->lock);
-		WRITE_ONCE(c->renew, false);
 		metaroce_conn_fail_locked(c, "no conn_id to start over");
 		spin_unlock_bh(&c->lock);
 		return;
@@ -267,15 +265,13 @@ static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *re
 	 * Failed since ([MR-CONN-10]), or the QPs it was kept for went or
 	 * failed: it just ends, its QPs (all in Error) counted once already.
 	 */
-	if (c->renew && (c->dead || !live))
+	if (!live)
 		c->dead = true;
-	if (!c->renew || c->dead) {
-		WRITE_ONCE(c->renew, false);
+	if (!metaroce_conn_renewing(c)) {
 		spin_unlock_bh(&c->lock);
 		xa_erase(&mdev->conn_ids, id);
 		return;
 	}
-	WRITE_ONCE(c->renew, false);
 	/* Every stream gives its memory back to its QP; only the unused ones reopen. */
 	list_for_each_entry(qp, &c->qps, conn_node) {
 		if (qp->slot < 0)
@@ -312,7 +308,7 @@ static void metaroce_conn_idle_work(struct work_struct *work)
 
 	mutex_lock(&mdev->conn_mutex);
 	list_for_each_entry_safe(c, tmp, &mdev->conns, node) {
-		if (READ_ONCE(c->renew))
+		if (metaroce_conn_renewing(c))
 			metaroce_conn_renew(c, NULL);	/* [MR-CONN-14] */
 		spin_lock_bh(&c->lock);
 		/*
