@@ -97,7 +97,20 @@ else
 	add 0 1 conformance
 fi
 
+# What failed, by name, last: CI shows the end of this output.
+why_failed() {
+	local n
+	for n in $(sed -n 's/^failed: //p' "$logs/selftests.log" | tail -n1); do
+		echo "failed guest test $n (make selftests T=$n):"
+		grep -aE "^\[$n(-[ab])?\] (not ok |FAIL|\| )" "$logs/selftests.log" | sed -n 1,20p
+	done
+	[ -f "$top/build/conformance/results/normal.tap" ] &&
+		grep -E '^not ok [0-9]+ - ' "$top/build/conformance/results/normal.tap" |
+		grep -v '# TODO' | sed 's/^/failed conformance test: /'
+	return 0
+}
+
 echo "=== make check: $((SECONDS - t0)) s"
-[ "$failed" -eq 0 ] || echo "failing layers: ${failures[*]}"
+[ "$failed" -eq 0 ] || { why_failed; echo "failing layers: ${failures[*]}"; }
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
