@@ -92,10 +92,14 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	if (rs->in_use && !rs->err) {
 		mr_rx_stream_error(rs, rs->msn_cum, nak_code);
 		rs->err_reported = true;	/* the caller flushes the receives itself */
-		/* [MR-ACK-9] what it completed, once more: the last MSGACK may be lost */
+		/*
+		 * [MR-ACK-9] what it completed, once more, in two ACKs: the last MSGACK
+		 * may be lost, and the consumer's tear-down follows at once.
+		 */
 		if (rs->msn_reported) {
 			rs->touched = true;
-			mr_conn_ack_stream_end(c);
+			rs->msgack_repeats = 1;
+			mr_conn_ack_stream_end(c, 2);
 		}
 	}
 }
@@ -145,7 +149,7 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 		r->touched = r->msn_cum != 0;
 		if (r->touched) {
 			c->closed_due++;
-			mr_conn_ack_stream_end(c);
+			mr_conn_ack_stream_end(c, 1);
 		}
 	}
 	/*

@@ -316,9 +316,10 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out);
 /*
  * [MR-ACK-9] a stream stopped taking messages and has a MSGACK due: an ACK goes at once,
- * so that the requester learns what was completed before the QPs are torn down.
+ * so that the requester learns what was completed before the QPs are torn down; with
+ * copies 2, two ACKs on two paths.
  */
-void mr_conn_ack_stream_end(struct mr_conn *c);
+void mr_conn_ack_stream_end(struct mr_conn *c, u32 copies);
 
 /* Completions in MSN order per stream, conn.c. */
 bool mr_conn_poll_completion(struct mr_conn *c, struct mr_completion *out);

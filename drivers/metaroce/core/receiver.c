@@ -392,6 +392,7 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 {
 	struct mr_sack_rx *s = &c->rx_path[path];
 	struct mr_ackh *ack = &out->ack;
+	bool repeat = false;
 	u32 i;
 
 	memset(out, 0, sizeof(*out));
@@ -419,7 +420,12 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 		if (!st->in_use || !st->touched)
 			continue;
 		mr_ack_add_msgack(ack, st->id, st->msn_reported);
-		st->touched = false;
+		if (st->msgack_repeats) {
+			st->msgack_repeats--;	/* [MR-ACK-9] */
+			repeat = true;
+		} else {
+			st->touched = false;
+		}
 		if (ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS)
 			c->rr_msgack = slot + 1;
 	}
@@ -440,8 +446,12 @@ static void mr_build_ack(struct mr_conn *c, u32 path, struct mr_pkt *out)
 	s->pkt_count = 0;
 	s->unacked = 0;
 	s->ack_deadline_ns = 0;
-	/* [MR-ACK-6] streams still touched go in the next ACK, at once */
-	s->ack_now = false;
+	/*
+	 * [MR-ACK-6] streams still touched go in the next ACK, at once.  [MR-ACK-9] a
+	 * repeat goes on another path (mr_conn_ack_stream_end()), or on this one when
+	 * there is no other.
+	 */
+	s->ack_now = repeat && c->cfg.n_paths == 1;
 	for (i = 0; ack->n_msg_acks == MR_ACK_MAX_MSG_ACKS && i < c->n_slots; i++)
 		if (c->rx[i]->in_use && c->rx[i]->touched)
 			s->ack_now = true;
@@ -495,21 +505,34 @@ static bool mr_next_nak(struct mr_conn *c, struct mr_pkt *out)
 	return false;
 }
 
-void mr_conn_ack_stream_end(struct mr_conn *c)
+/* A path's echoed peer time a is newer than b; 0 is none, older than any. */
+static bool mr_ts_newer(u32 a, u32 b)
 {
-	u32 p, best = 0;
+	return a && (!b || (s32)(a - b) > 0);
+}
+
+void mr_conn_ack_stream_end(struct mr_conn *c, u32 copies)
+{
+	u32 p, best = 0, next = MR_MAX_PATHS;
 
 	/*
 	 * [MR-ACK-9] on the path that heard from the peer last, by the peer's clock: it
-	 * worked a moment ago, and [MR-ACK-8] sends the ACK back the way that came.
+	 * worked a moment ago, and [MR-ACK-8] sends the ACK back the way that came.  A
+	 * repeat goes on the path that heard from it the moment before, so that one
+	 * lost or dead link cannot take both.
 	 */
 	for (p = 1; p < c->cfg.n_paths; p++) {
-		u32 ts = c->rx_path[p].ts_echo, newest = c->rx_path[best].ts_echo;
-
-		if (ts && (!newest || (s32)(ts - newest) > 0))
+		if (mr_ts_newer(c->rx_path[p].ts_echo, c->rx_path[best].ts_echo)) {
+			next = best;
 			best = p;
+		} else if (next == MR_MAX_PATHS ||
+			   mr_ts_newer(c->rx_path[p].ts_echo, c->rx_path[next].ts_echo)) {
+			next = p;
+		}
 	}
 	c->rx_path[best].ack_now = true;
+	if (copies > 1 && next != MR_MAX_PATHS)
+		c->rx_path[next].ack_now = true;
 }
 
 bool mr_conn_next_ack(struct mr_conn *c, u64 now, struct mr_pkt *out)

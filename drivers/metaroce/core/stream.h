@@ -91,6 +91,7 @@ struct mr_rx_msg {
 struct mr_rx_stream {
 	bool in_use;
 	bool touched;		/* a MSGACK for this stream is due, [MR-ACK-6] */
+	u8 msgack_repeats;	/* [MR-ACK-9] ACKs after the next that carry it too */
 	u32 id;			/* local stream id (our QPN) */
 	u32 msn_cum;		/* every MSN before it is complete */
 	u32 msn_reported;	/* completions handed to the caller; what MSGACK reports */

@@ -37,11 +37,11 @@ struct Pair {
 	mr_conn_ops ops{ &Refuser::Check, &Refuser::Exec };
 	u64 now = 0;
 
-	Pair()
+	explicit Pair(u32 paths = 1)
 	{
 		mr_conn_cfg cfg;
 		mr_conn_cfg_defaults(&cfg);
-		cfg.n_paths = 1;
+		cfg.n_paths = paths;
 		cfg.ack_freq = 1;	// no delayed ACKs: time stands still in Pump()
 		cfg.local_conn_id = 1;
 		cfg.peer_conn_id = 2;
@@ -659,6 +659,69 @@ TEST(Ack, StreamThatStopsRepeatsItsMsgackAtOnce_MR_ACK_9)
 		stop(p, destroy);
 		while (mr_conn_next_ack(p.b.get(), p.now, &ack))
 			EXPECT_NE(ack.bth.opcode, MR_OP_ACK) << destroy;
+	}
+}
+
+// [MR-ACK-9] the repeat of a stream moved to Error goes in two ACKs, on the two paths
+// that heard from the peer last: at 5% loss on every link, one copy and the original
+// MSGACK were both lost in 1 of 100 iSER logouts, and the target's logout response was
+// flushed.  On one path both copies take it.  A destroyed stream's answer goes once: its
+// Error came first.
+TEST(Ack, StreamMovedToErrorRepeatsItsMsgackOnTwoPaths_MR_ACK_9)
+{
+	for (u32 paths : { 1u, 4u }) {
+		for (bool destroy : { false, true }) {
+			SCOPED_TRACE(testing::Message() << paths << " paths, "
+							<< (destroy ? "destroyed" : "moved to Error"));
+			Pair p(paths);
+			mr_tx_desc d;
+			mr_pkt ack;
+			mr_place pl;
+			u32 sends = 0;
+
+			// Sends until two paths have heard from A, each delivered and
+			// acknowledged; then one more, whose MSGACK is lost.
+			std::set<u16> heard;
+			while (sends < 64 && heard.size() < std::min(paths, 2u)) {
+				p.now += 10000;
+				ASSERT_NO_FATAL_FAILURE(p.SendOnePacketToB(++sends, &d));
+				heard.insert(d.pkt.bth.path_id);
+				ASSERT_EQ(p.Poll(p.b.get()).size(), 1u);
+				while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+					mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+				ASSERT_EQ(p.Poll(p.a.get()).size(), 1u);
+			}
+			ASSERT_EQ(heard.size(), std::min(paths, 2u));
+			p.now += 10000;
+			ASSERT_NO_FATAL_FAILURE(p.SendOnePacketToB(++sends, &d));
+			ASSERT_EQ(p.Poll(p.b.get()).size(), 1u);
+			while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+				;	// the last MSGACK: lost
+
+			if (destroy)
+				mr_conn_close_stream(p.b.get(), 0);
+			else
+				mr_conn_error_stream(p.b.get(), 0, MR_NAK_REMOTE_OP_ERROR);
+			std::vector<u16> copies;
+			while (mr_conn_next_ack(p.b.get(), p.now, &ack)) {
+				for (u32 i = 0; ack.bth.opcode == MR_OP_ACK && i < ack.ack.n_msg_acks; i++)
+					if (ack.ack.msg_acks[i].stream == 20) {
+						EXPECT_EQ(ack.ack.msg_acks[i].msn_cum, sends);
+						copies.push_back(ack.bth.path_id);
+					}
+			}
+			if (destroy) {
+				EXPECT_EQ(copies.size(), 1u);
+				continue;
+			}
+			ASSERT_EQ(copies.size(), 2u) << "two copies at once";
+			if (paths == 1)
+				continue;
+			EXPECT_NE(copies[0], copies[1]) << "on two paths";
+			EXPECT_TRUE(heard.count(copies[0]) && heard.count(copies[1]))
+				<< "the paths that heard from the peer";
+			EXPECT_FALSE(mr_conn_next_ack(p.b.get(), p.now, &ack)) << "and no more";
+		}
 	}
 }
 
