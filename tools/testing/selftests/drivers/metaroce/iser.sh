@@ -20,63 +20,6 @@ check "modprobe metaroce" modprobe metaroce
 check "mr0 on fab0" rdma link add mr0 type metaroce netdev fab0
 check "port ACTIVE" wait_for 5 port_is mr0 "4: ACTIVE"
 
-# The target: a file backstore as LUN 0 of $IQN, an iSER portal on ADDR.
-lio_up() { # ADDR MIB
-	modprobe -a target_core_mod iscsi_target_mod ib_isert target_core_file || return 1
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || return 1
-	truncate -s "$2M" /tmp/iser-backing.img || return 1
-	# rtslib keeps its state (ALUA, persistent reservations) under /etc.
-	mkdir -p /etc/rtslib-fb-target || return 1
-	/usr/bin/python3 - "$1" "$IQN" $PORT /tmp/iser-backing.img $(($2 << 20)) <<-'EOF'
-	import sys
-	from rtslib_fb import FabricModule, FileIOStorageObject, LUN, NetworkPortal, TPG, Target
-	addr, iqn, port, img, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-	so = FileIOStorageObject("iser0", img, size=size)
-	tpg = TPG(Target(FabricModule("iscsi"), iqn), 1)
-	for name, value in (("authentication", "0"), ("demo_mode_write_protect", "0"),
-	                    ("generate_node_acls", "1"), ("cache_dynamic_acls", "1")):
-	    tpg.set_attribute(name, value)
-	LUN(tpg, 0, so)
-	NetworkPortal(tpg, addr, port).iser = True
-	tpg.enable = True
-	EOF
-}
-
-# Whether the target's IQN has no session left: the count drops when LIO's
-# session close is all but done (iscsit_close_session), after the logout.
-lio_idle() {
-	[ "$(cat "/sys/kernel/config/target/iscsi/$IQN/fabric_statistics/iscsi_instance/sessions")" = 0 ]
-}
-
-lio_down() {
-	# Not while a session still closes: LIO would finish closing it on the
-	# TPG that this frees (a use-after-free in iscsit_close_session(), seen
-	# as a soft lockup on a poisoned session_lock; 6.12).
-	wait_for 30 lio_idle || return 1
-	sleep 1
-	# The fabric's configfs directory holds iscsi_target_mod until it goes.
-	/usr/bin/python3 -c 'from rtslib_fb import RTSRoot; RTSRoot().clear_existing(confirm=True)' &&
-		rmdir /sys/kernel/config/target/iscsi &&
-		modprobe -r ib_isert iscsi_target_mod target_core_file
-}
-
-# The initiator: iscsid and an iface bound to the iser transport.
-initiator_up() {
-	modprobe -a ib_iser sd_mod || return 1
-	mkdir -p /etc/iscsi /var/lib/iscsi /run/lock/iscsi || return 1
-	echo "InitiatorName=iqn.2026-12.org.metaroce:host-b" >/etc/iscsi/initiatorname.iscsi
-	iscsid || return 1
-	iscsiadm -m iface -I iser0 -o new >/dev/null &&
-		iscsiadm -m iface -I iser0 -o update -n iface.transport_name -v iser >/dev/null
-}
-
-# The SCSI disk of our session, if logged in.
-iser_disk() {
-	local d
-	d=$(iscsiadm -m session -P3 2>/dev/null | sed -n 's/.*Attached scsi disk \(sd[a-z]*\).*/\1/p' | head -n1)
-	[ -n "$d" ] && [ -b "/dev/$d" ] && echo "/dev/$d"
-}
-
 # One round from the initiator: discover, log in over iser, write MIB MiB of random
 # data at an offset, read it back with O_DIRECT, compare, log out.
 initiator_round() { # label
