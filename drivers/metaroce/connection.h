@@ -87,9 +87,20 @@ static inline void metaroce_conn_put(struct metaroce_conn *c)
 	}
 }
 
-/* Queue the transmit work; a queued work holds a reference, dropped when it has run. */
+/*
+ * Queue the transmit work; a queued work holds a reference, dropped when it has run.
+ * A work still pending has not started: it runs after this and sees what the caller
+ * did, under c->lock, before it kicked.  That is the common case on receive, a kick
+ * for each packet of a burst, and costs no atomic.  The barrier orders the caller's
+ * stores before the test, as queue_work()'s test_and_set_bit() would; it pairs with
+ * the one the worker runs after clearing PENDING, before the work function.
+ */
 static inline void metaroce_conn_kick(struct metaroce_conn *c)
 {
+	/* The caller's stores before the test of PENDING: see above. */
+	smp_mb();
+	if (work_pending(&c->tx_work))
+		return;
 	refcount_inc(&c->ref);
 	if (!queue_work(METAROCE_TX_WQ, &c->tx_work))
 		metaroce_conn_put(c);
