@@ -91,13 +91,15 @@ static inline void metaroce_conn_put(struct metaroce_conn *c)
  * Queue the transmit work; a queued work holds a reference, dropped when it has run.
  * A work still pending has not started: it runs after this and sees what the caller
  * did, under c->lock, before it kicked.  That is the common case on receive, a kick
- * for each packet of a burst, and costs no atomic.  The barrier orders the caller's
- * stores before the test, as queue_work()'s test_and_set_bit() would; it pairs with
- * the one the worker runs after clearing PENDING, before the work function.
+ * for each packet of a burst, and costs no atomic.
  */
 static inline void metaroce_conn_kick(struct metaroce_conn *c)
 {
-	/* The caller's stores before the test of PENDING: see above. */
+	/*
+	 * The caller's stores before the test of PENDING, as queue_work()'s
+	 * test_and_set_bit() would order them; pairs with the worker's barrier
+	 * between clearing PENDING and running the work function.
+	 */
 	smp_mb();
 	if (work_pending(&c->tx_work))
 		return;
