@@ -152,8 +152,9 @@ TEST_F(AckTest, MR_ACK_5_AckWithoutAckReq) {
 }
 
 // [MR-ACK-9]: a stream whose QP is moved to Error repeats its MSGACK at once, on the path
-// that heard from us last, echoing no time, and once more on another path.  Every ACK of the Write is taken as lost; we
-// send nothing more, so nothing but this clause makes the DUT speak again.
+// that heard from us last, echoing no time, and once more on another path.  Every ACK of
+// the Write is taken as lost; we send nothing more, so nothing but this clause makes the
+// DUT speak again.
 TEST_F(AckTest, MR_ACK_9_StreamMovedToErrorRepeatsItsMsgack) {
   CLAUSES("MR-ACK-9 MR-ACK-6 MR-VERBS-8");
   const unsigned path = 3;
