@@ -97,6 +97,7 @@ static void metaroce_dev_detach(struct metaroce_dev *mdev)
 	if (test_and_set_bit(METAROCE_DEV_DETACHED, &mdev->flags))
 		return;
 
+	metaroce_net_unlist_dev(mdev);
 	ndev = rcu_replace_pointer(mdev->ndev, NULL, true);
 	synchronize_net();
 	metaroce_net_put(mdev->mnet);
@@ -240,6 +241,10 @@ static void metaroce_dealloc_driver(struct ib_device *ibdev)
 {
 	struct metaroce_dev *mdev = to_mdev(ibdev);
 
+	/* No packet can reach the connections from here, nor make new ones. */
+	rtnl_lock();
+	metaroce_net_unlist_dev(mdev);
+	rtnl_unlock();
 	metaroce_conn_dev_close_all(mdev);
 	rtnl_lock();
 	metaroce_dev_detach(mdev);
@@ -365,6 +370,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 		return -ENODEV;
 	}
 	metaroce_speed_refresh(mdev, ndev);
+	metaroce_net_list_dev(mdev);
 	rtnl_unlock();
 	return 0;
 

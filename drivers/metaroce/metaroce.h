@@ -65,10 +65,12 @@
  */
 struct metaroce_net {
 	struct net *net;
-	struct mutex lock;	/* users, sock4, sock6 */
+	struct mutex lock;	/* users, sock4, sock6, devs */
 	unsigned int users;
 	struct socket *sock4;
 	struct socket *sock6;
+	/* Devices whose packets these sockets receive: RCU, as encap_rcv runs. */
+	struct hlist_head devs;
 };
 
 struct metaroce_conn;
@@ -98,6 +100,8 @@ struct metaroce_dev {
 	struct metaroce_net *mnet;	/* UDP sockets of ndev's netns */
 	unsigned long flags;
 #define METAROCE_DEV_DETACHED	0
+#define METAROCE_DEV_LISTED	1	/* on mnet->devs */
+	struct hlist_node mnet_node;	/* on mnet->devs, under mnet->lock */
 
 	spinlock_t port_lock;		/* port_state, active_mtu, wire_pmtu */
 	enum ib_port_state port_state;
@@ -635,6 +639,8 @@ int metaroce_rx_init(void);
 void metaroce_rx_exit(void);
 struct metaroce_net *metaroce_net_get(struct net *net);
 void metaroce_net_put(struct metaroce_net *mnet);
+void metaroce_net_list_dev(struct metaroce_dev *mdev);
+void metaroce_net_unlist_dev(struct metaroce_dev *mdev);
 
 /* verbs.c: PDs, AHs and the device's verbs table */
 extern const struct ib_device_ops metaroce_verbs_ops;

@@ -172,13 +172,31 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 }
 
 /*
+ * The device over @ndev, found from the socket a packet arrived on: no
+ * reference is taken.  Under RCU, as encap_rcv runs; a device leaves the list,
+ * and a grace period passes, before its connections go
+ * (metaroce_net_unlist_dev()).
+ */
+static struct metaroce_dev *metaroce_dev_of_netdev_rcu(struct metaroce_net *mnet,
+						       const struct net_device *ndev)
+{
+	struct metaroce_dev *mdev;
+
+	hlist_for_each_entry_rcu(mdev, &mnet->devs, mnet_node)
+		if (rcu_access_pointer(mdev->ndev) == ndev)
+			return mdev;
+	return NULL;
+}
+
+/*
  * A packet to one of this host's own addresses comes in over the loopback
  * device, not over the netdev it was sent from: a datagram to the device's
  * own GID, or a packet between two devices of one namespace.  Its device is
  * the one on the netdev that holds the destination address.  Under RCU, as
  * encap_rcv runs.
  */
-static struct metaroce_dev *metaroce_dev_of_local_dst(struct sk_buff *skb)
+static struct metaroce_dev *metaroce_dev_of_local_dst(struct metaroce_net *mnet,
+						      struct sk_buff *skb)
 {
 	struct net *net = dev_net(skb->dev);
 	struct net_device *ndev = NULL;
@@ -189,7 +207,7 @@ static struct metaroce_dev *metaroce_dev_of_local_dst(struct sk_buff *skb)
 	else if (skb->protocol == htons(ETH_P_IPV6))
 		ndev = ipv6_dev_find(net, &ipv6_hdr(skb)->daddr, NULL);
 #endif
-	return ndev ? metaroce_dev_from_netdev(ndev) : NULL;
+	return ndev ? metaroce_dev_of_netdev_rcu(mnet, ndev) : NULL;
 }
 
 /*
@@ -222,14 +240,15 @@ static bool metaroce_rx_pull_headers(struct sk_buff *skb)
  */
 static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
+	struct metaroce_net *mnet = rcu_dereference_sk_user_data(sk);
 	enum mr_parse_result res;
 	struct metaroce_dev *mdev;
 	struct mr_pkt pkt;
 
 	/* Packets count against the device of the netdev they arrived on (or were sent to). */
-	mdev = metaroce_dev_from_netdev(skb->dev);
+	mdev = metaroce_dev_of_netdev_rcu(mnet, skb->dev);
 	if (!mdev && (skb->dev->flags & IFF_LOOPBACK))
-		mdev = metaroce_dev_of_local_dst(skb);
+		mdev = metaroce_dev_of_local_dst(mnet, skb);
 	if (!mdev)
 		goto drop;
 	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
@@ -238,12 +257,12 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	/* [MR-ENC-5] on IPv4 a zero UDP checksum (none) is not acceptable. */
 	if (skb->protocol == htons(ETH_P_IP) && !udp_hdr(skb)->check) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
-		goto put;
+		goto drop;
 	}
 	/* The parser checks every length against what is really there. */
 	if (!metaroce_rx_pull_headers(skb)) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
-		goto put;
+		goto drop;
 	}
 	res = mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
 			   &pkt);
@@ -252,14 +271,13 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), mr_parse_result_name(res));
 		dev_dbg_ratelimited(&mdev->ibdev.dev, "dropped malformed packet: %s\n",
 				    mr_parse_result_name(res));
-		goto put;
+		goto drop;
 	}
 
 	pkt.sport = ntohs(udp_hdr(skb)->source);
 	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, pkt.sport);
 	if (pkt.bth.opcode == MR_OP_CONNECT_REQ) {
 		metaroce_conn_rx_connect_req(mdev, skb);	/* takes the skb */
-		ib_device_put(&mdev->ibdev);
 		return 0;
 	}
 	if (pkt.bth.opcode == MR_OP_UD_SEND)
@@ -269,19 +287,17 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 				 INET_ECN_is_ce(ip_hdr(skb)->tos) :
 				 INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb))));
 	/* Taken by the transport (its own drops are counted there): not a drop for the stack. */
-	ib_device_put(&mdev->ibdev);
 	consume_skb(skb);
 	return 0;
-put:
-	ib_device_put(&mdev->ibdev);
 drop:
 	kfree_skb(skb);
 	return 0;
 }
 
-static struct socket *metaroce_udp_open(struct net *net, bool ipv6)
+static struct socket *metaroce_udp_open(struct metaroce_net *mnet, bool ipv6)
 {
 	struct udp_tunnel_sock_cfg tnl = {
+		.sk_user_data = mnet,
 		.encap_type = 1,
 		.encap_rcv = metaroce_udp_encap_recv,
 	};
@@ -299,10 +315,10 @@ static struct socket *metaroce_udp_open(struct net *net, bool ipv6)
 		cfg.family = AF_INET;
 		cfg.local_ip.s_addr = htonl(INADDR_ANY);
 	}
-	err = udp_sock_create(net, &cfg, &sock);
+	err = udp_sock_create(mnet->net, &cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(net, sock, &tnl);
+	setup_udp_tunnel_sock(mnet->net, sock, &tnl);
 	return sock;
 }
 
@@ -317,7 +333,7 @@ static int metaroce_net_open(struct metaroce_net *mnet)
 {
 	struct socket *sock;
 
-	sock = metaroce_udp_open(mnet->net, false);
+	sock = metaroce_udp_open(mnet, false);
 	if (IS_ERR(sock)) {
 		pr_notice("cannot open UDP port %u: %pe\n", metaroce_udp_port, sock);
 		return PTR_ERR(sock);
@@ -326,7 +342,7 @@ static int metaroce_net_open(struct metaroce_net *mnet)
 
 	if (!IS_ENABLED(CONFIG_IPV6))
 		return 0;
-	sock = metaroce_udp_open(mnet->net, true);
+	sock = metaroce_udp_open(mnet, true);
 	if (PTR_ERR_OR_ZERO(sock) == -EAFNOSUPPORT)	/* IPv6 disabled: IPv4 only */
 		return 0;
 	if (IS_ERR(sock)) {
@@ -364,12 +380,46 @@ void metaroce_net_put(struct metaroce_net *mnet)
 	mutex_unlock(&mnet->lock);
 }
 
+/*
+ * The device's packets are handed to it from now on.  Under RTNL, so that
+ * the device cannot be unregistered meanwhile (metaroce_dealloc_driver()).
+ */
+void metaroce_net_list_dev(struct metaroce_dev *mdev)
+{
+	struct metaroce_net *mnet = mdev->mnet;
+
+	ASSERT_RTNL();
+	mutex_lock(&mnet->lock);
+	hlist_add_head_rcu(&mdev->mnet_node, &mnet->devs);
+	set_bit(METAROCE_DEV_LISTED, &mdev->flags);
+	mutex_unlock(&mnet->lock);
+}
+
+/*
+ * No packet is handed to the device after this returns, and none is still
+ * being handled: encap_rcv runs under RCU.  Under RTNL, as detach is, so that
+ * a second caller returns only after the first one's grace period.
+ */
+void metaroce_net_unlist_dev(struct metaroce_dev *mdev)
+{
+	struct metaroce_net *mnet = mdev->mnet;
+
+	ASSERT_RTNL();
+	if (!mnet || !test_and_clear_bit(METAROCE_DEV_LISTED, &mdev->flags))
+		return;
+	mutex_lock(&mnet->lock);
+	hlist_del_rcu(&mdev->mnet_node);
+	mutex_unlock(&mnet->lock);
+	synchronize_net();
+}
+
 static int __net_init metaroce_pernet_init(struct net *net)
 {
 	struct metaroce_net *mnet = net_generic(net, metaroce_net_id);
 
 	mnet->net = net;
 	mutex_init(&mnet->lock);
+	INIT_HLIST_HEAD(&mnet->devs);
 	return 0;
 }
 
