@@ -245,6 +245,9 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	struct metaroce_dev *mdev;
 	struct mr_pkt pkt;
 
+	/* The socket is closing (udp_tunnel_sock_release()): nobody to count against. */
+	if (unlikely(!mnet))
+		goto drop;
 	/* Packets count against the device of the netdev they arrived on (or were sent to). */
 	mdev = metaroce_dev_of_netdev_rcu(mnet, skb->dev);
 	if (!mdev && (skb->dev->flags & IFF_LOOPBACK))

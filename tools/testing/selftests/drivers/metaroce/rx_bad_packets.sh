@@ -58,5 +58,26 @@ ip netns exec h1 perl -e '
 check "the flood was counted" wait_for 5 sh -c '[ "$(rdma statistic show link mr0/1 | grep -o "rx_packets [0-9]*" | cut -d" " -f2)" -ge 207 ]'
 check "port still ACTIVE" port_is mr0 "4: ACTIVE"
 check "rdma link delete mr0" rdma link delete mr0
+
+# Datagrams keep coming while the namespace's last device goes and its socket
+# closes under them: udp_tunnel_sock_release() clears the socket's user data a
+# grace period before the socket stops receiving, and encap_rcv must drop what
+# comes in meanwhile.  Sends fail while no socket listens (ICMP port
+# unreachable); the sender carries on.
+ip netns exec h1 perl -e '
+	use IO::Socket::INET;
+	my $s = IO::Socket::INET->new(Proto => "udp", PeerAddr => $ARGV[0]) or die "socket: $!";
+	my $d = "\x01" x 64;
+	while (1) { $s->send($d); }
+' "198.18.1.2:$MR_UDP_PORT" &
+flood=$!
+cycles=0
+for _ in $(seq 20); do
+	ip netns exec h2 rdma link add mr0 type metaroce netdev v2 &&
+		rdma link delete mr0 && cycles=$((cycles + 1))
+done
+kill $flood
+wait $flood 2>/dev/null
+check_eq "20 devices made and deleted under a flood to the port" 20 "$cycles"
 check "rmmod" rmmod metaroce
 done_testing
