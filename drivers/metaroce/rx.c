@@ -14,6 +14,7 @@
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/udp.h>
 #include <net/udp_tunnel.h>
 
 #include "metaroce.h"
@@ -445,12 +446,43 @@ static struct pernet_operations metaroce_pernet_ops = {
 	.size = sizeof(struct metaroce_net),
 };
 
+/*
+ * The stack tests a static key before it looks for encap_rcv, and each tunnel
+ * socket holds it.  Our sockets open with a namespace's first device and close
+ * with its last, so without a hold of our own every such rdma link add and
+ * delete flips the key: kernel text patched while every CPU receives UDP.  In
+ * TCG guests a CPU receiving then took the patch's int3 as an oops
+ * (udp_queue_rcv_one_skb(), rx_bad_packets.sh).  Held from load to unload.
+ */
+static void metaroce_udp_encap_hold(void)
+{
+	udp_encap_enable();
+#if IS_ENABLED(CONFIG_IPV6)
+	static_branch_inc(&udpv6_encap_needed_key);
+#endif
+}
+
+static void metaroce_udp_encap_release(void)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	static_branch_dec(&udpv6_encap_needed_key);
+#endif
+	udp_encap_disable();
+}
+
 int metaroce_rx_init(void)
 {
-	return register_pernet_subsys(&metaroce_pernet_ops);
+	int err;
+
+	metaroce_udp_encap_hold();
+	err = register_pernet_subsys(&metaroce_pernet_ops);
+	if (err)
+		metaroce_udp_encap_release();
+	return err;
 }
 
 void metaroce_rx_exit(void)
 {
 	unregister_pernet_subsys(&metaroce_pernet_ops);
+	metaroce_udp_encap_release();
 }
