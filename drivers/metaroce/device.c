@@ -303,6 +303,7 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	ibdev = &mdev->ibdev;
 
 	/* Before anything can fail: dealloc_driver must find a consistent device. */
+	INIT_HLIST_NODE(&mdev->mnet_node);
 	spin_lock_init(&mdev->port_lock);
 	mdev->port_state = IB_PORT_DOWN;
 	mdev->active_mtu = IB_MTU_256;

@@ -65,11 +65,11 @@
  */
 struct metaroce_net {
 	struct net *net;
-	struct mutex lock;	/* users, sock4, sock6, devs */
+	struct mutex lock;	/* users, sock4, sock6 */
 	unsigned int users;
 	struct socket *sock4;
 	struct socket *sock6;
-	/* Devices whose packets these sockets receive: RCU, as encap_rcv runs. */
+	/* Devices whose packets these sockets receive: RCU readers, RTNL writers. */
 	struct hlist_head devs;
 };
 
@@ -100,8 +100,7 @@ struct metaroce_dev {
 	struct metaroce_net *mnet;	/* UDP sockets of ndev's netns */
 	unsigned long flags;
 #define METAROCE_DEV_DETACHED	0
-#define METAROCE_DEV_LISTED	1	/* on mnet->devs */
-	struct hlist_node mnet_node;	/* on mnet->devs, under mnet->lock */
+	struct hlist_node mnet_node;	/* on mnet->devs; unhashed when not */
 
 	spinlock_t port_lock;		/* port_state, active_mtu, wire_pmtu */
 	enum ib_port_state port_state;

@@ -385,35 +385,27 @@ void metaroce_net_put(struct metaroce_net *mnet)
 }
 
 /*
- * The device's packets are handed to it from now on.  Under RTNL, so that
- * the device cannot be unregistered meanwhile (metaroce_dealloc_driver()).
+ * The device's packets are handed to it from now on.  Under RTNL, as every
+ * change of mnet->devs is, so that the device cannot be unregistered
+ * meanwhile (metaroce_dealloc_driver()).
  */
 void metaroce_net_list_dev(struct metaroce_dev *mdev)
 {
-	struct metaroce_net *mnet = mdev->mnet;
-
 	ASSERT_RTNL();
-	mutex_lock(&mnet->lock);
-	hlist_add_head_rcu(&mdev->mnet_node, &mnet->devs);
-	set_bit(METAROCE_DEV_LISTED, &mdev->flags);
-	mutex_unlock(&mnet->lock);
+	hlist_add_head_rcu(&mdev->mnet_node, &mdev->mnet->devs);
 }
 
 /*
  * No packet is handed to the device after this returns, and none is still
- * being handled: encap_rcv runs under RCU.  Under RTNL, as detach is, so that
- * a second caller returns only after the first one's grace period.
+ * being handled: encap_rcv runs under RCU.  Under RTNL, so that a second
+ * caller returns only after the first one's grace period.
  */
 void metaroce_net_unlist_dev(struct metaroce_dev *mdev)
 {
-	struct metaroce_net *mnet = mdev->mnet;
-
 	ASSERT_RTNL();
-	if (!mnet || !test_and_clear_bit(METAROCE_DEV_LISTED, &mdev->flags))
+	if (hlist_unhashed(&mdev->mnet_node))
 		return;
-	mutex_lock(&mnet->lock);
-	hlist_del_rcu(&mdev->mnet_node);
-	mutex_unlock(&mnet->lock);
+	hlist_del_init_rcu(&mdev->mnet_node);
 	synchronize_net();
 }
 
