@@ -597,7 +597,8 @@ void metaroce_ud_rx(struct metaroce_dev *mdev, struct sk_buff *skb, const struct
 struct mr_place;
 extern const struct mr_conn_ops metaroce_engine_ops;
 /* Data the engine accepted (pl->data points into skb, maybe past its head). */
-void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb);
+void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb,
+		    const u8 *hdr, u32 off);
 
 /* tx.c: a connection's transmit work and its timer */
 void metaroce_conn_tx_work(struct work_struct *work);

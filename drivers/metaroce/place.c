@@ -106,11 +106,14 @@ const struct mr_conn_ops metaroce_engine_ops = {
 /*
  * Data the engine accepted: into a receive buffer, a Write target or a Read's
  * buffer, copied straight from where the packet's payload lies in skb (its
- * head or its pages: the receive path does not make it linear first).
+ * head or its pages: the receive path does not make it linear first).  The
+ * packet was parsed from hdr, a copy of (or a pointer to) its first bytes,
+ * which are at offset off of skb.
  */
-void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb)
+void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb,
+		    const u8 *hdr, u32 off)
 {
-	struct metaroce_buf b = { .skb = skb, .off = pl->data ? pl->data - skb->data : 0 };
+	struct metaroce_buf b = { .skb = skb, .off = off + (pl->data ? pl->data - hdr : 0) };
 	struct metaroce_qp *qp = c->stream_qp[pl->stream_slot];
 	struct metaroce_send_wqe *swqe;
 	struct metaroce_recv_wqe *rwqe;

@@ -7,6 +7,7 @@
 
 #include <linux/inetdevice.h>
 #include <linux/module.h>
+#include <linux/sizes.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/addrconf.h>
@@ -24,6 +25,9 @@
 #include "core/handshake.h"
 
 static unsigned int metaroce_net_id __read_mostly;
+
+/* Our sockets' receive buffers (sock_set_rcvbuf()): merged skbs queued while we take them off. */
+#define METAROCE_RCVBUF		SZ_1M
 
 /*
  * [MR-CC-9] every MR_SHARE_INTERVAL, share our receive capacity out among
@@ -93,26 +97,42 @@ static void metaroce_trace_path(struct metaroce_conn *c, u32 path)
 			    mr_path_rto_ns(tp, &c->eng->cfg.rto));
 }
 
-/* A packet of one of our connections, by conn_id ([MR-CONN-3]). */
-static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
-			     const struct mr_pkt *pkt, bool ce)
+/*
+ * A connection's packets in a row, under one reference and one hold of its
+ * lock: a packet alone, or those GRO merged into one skb.
+ */
+struct metaroce_rx_conn {
+	struct metaroce_conn *c;	/* NULL: none held */
+	u32 id;				/* its conn_id */
+	u64 now;
+	bool renew;			/* [MR-CONN-14] the peer ended it: begin anew */
+};
+
+/* Whether skb came in over its namespace's loopback device: sent to ourselves. */
+static bool metaroce_rx_loopback(const struct metaroce_dev *mdev, const struct sk_buff *skb)
+{
+	return skb->skb_iif == mdev->mnet->net->loopback_dev->ifindex;
+}
+
+/*
+ * Take the connection a packet names by conn_id ([MR-CONN-3]): referenced
+ * and locked.  False (counted) if there is none, or the packet is not its.
+ */
+static bool metaroce_rx_conn_get(struct metaroce_dev *mdev, struct metaroce_rx_conn *rc,
+				 const struct sk_buff *skb, u32 conn_id)
 {
 	struct in6_addr laddr, raddr;
 	struct metaroce_conn *c;
-	struct mr_place pl;
-	enum mr_hs_event ev;
-	bool renew = false;
-	u64 now;
 
 	rcu_read_lock();
-	c = xa_load(&mdev->conn_ids, pkt->bth.conn_id);
+	c = xa_load(&mdev->conn_ids, conn_id);
 	if (c && !refcount_inc_not_zero(&c->ref))
 		c = NULL;
 	rcu_read_unlock();
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "unknown connection");
-		return;
+		return false;
 	}
 	/*
 	 * [MR-SEC-3] a connection is its conn_id and its two addresses: a
@@ -123,25 +143,58 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 	 */
 	metaroce_skb_addrs(skb, &laddr, &raddr);
 	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr) ||
-	    (ipv6_addr_equal(&raddr, &laddr) && !(skb->dev->flags & IFF_LOOPBACK))) {
+	    (ipv6_addr_equal(&raddr, &laddr) && !metaroce_rx_loopback(mdev, skb))) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
 		metaroce_conn_put(c);
-		return;
+		return false;
 	}
-
 	spin_lock(&c->lock);
-	now = metaroce_now();
-	c->last_rx_ns = now;
+	rc->c = c;
+	rc->id = conn_id;
+	rc->now = metaroce_now();
+	rc->renew = false;
+	return true;
+}
+
+/* Unlock and let go of the connection, and send what its packets asked for. */
+static void metaroce_rx_conn_put(struct metaroce_rx_conn *rc)
+{
+	struct metaroce_conn *c = rc->c;
+	struct metaroce_dev *mdev = c->mdev;
+
+	spin_unlock(&c->lock);
+	rc->c = NULL;
+	metaroce_share_tick(mdev, rc->now);
+	metaroce_conn_kick(c);
+	/* [MR-CONN-14] after the kick: the renewal waits for the CLOSE_ACK to leave. */
+	if (rc->renew)
+		mod_delayed_work(system_wq, &mdev->conn_idle_work, 0);
+	metaroce_conn_put(c);
+}
+
+/*
+ * A packet of the connection held: parsed from hdr (its first bytes, at
+ * offset off of skb), its payload where skb has it.
+ */
+static void metaroce_rx_conn_pkt(struct metaroce_rx_conn *rc, const struct mr_pkt *pkt, bool ce,
+				 const struct sk_buff *skb, const u8 *hdr, u32 off)
+{
+	struct metaroce_conn *c = rc->c;
+	struct metaroce_dev *mdev = c->mdev;
+	struct mr_place pl;
+	enum mr_hs_event ev;
+
+	c->last_rx_ns = rc->now;
 	switch (pkt->bth.opcode) {
 	case MR_OP_CONNECT_RESP:
 	case MR_OP_CLOSE:
 	case MR_OP_CLOSE_ACK:
-		ev = mr_hs_on_packet(&c->hs, now, pkt);
+		ev = mr_hs_on_packet(&c->hs, rc->now, pkt);
 		if (ev == MR_HS_EV_ESTABLISHED && !c->established)
 			metaroce_conn_established(c);
 		else if (ev == MR_HS_EV_CLOSED)
-			renew = metaroce_conn_end_locked(c, NULL, "closed by the peer");
+			rc->renew |= metaroce_conn_end_locked(c, NULL, "closed by the peer");
 		else if (ev == MR_HS_EV_FAILED)
 			metaroce_conn_fail_locked(c, "the peer refused the handshake");
 		break;
@@ -153,39 +206,34 @@ static void metaroce_conn_rx(struct metaroce_dev *mdev, struct sk_buff *skb,
 		if (ce)
 			metaroce_count(mdev, METAROCE_CNT_RX_ECN_CE);
 		if (pkt->bth.opcode == MR_OP_ACK) {
-			mr_conn_on_ack(c->eng, now, pkt);
+			mr_conn_on_ack(c->eng, rc->now, pkt);
 			metaroce_trace_path(c, pkt->bth.path_id);
 		} else if (pkt->bth.opcode == MR_OP_NAK) {
-			mr_conn_on_nak(c->eng, now, pkt);
-		} else if (mr_conn_receive(c->eng, now, pkt, ce, &pl) == MR_RX_RESULT_PLACE) {
-			metaroce_place(c, &pl, skb);
+			mr_conn_on_nak(c->eng, rc->now, pkt);
+		} else if (mr_conn_receive(c->eng, rc->now, pkt, ce, &pl) == MR_RX_RESULT_PLACE) {
+			metaroce_place(c, &pl, skb, hdr, off);
 		}
 		c->share.bytes += pkt->bth.payload_len;
 		break;
 	}
-	spin_unlock(&c->lock);
-	metaroce_share_tick(mdev, now);
-	metaroce_conn_kick(c);
-	/* [MR-CONN-14] after the kick: the renewal waits for the CLOSE_ACK to leave. */
-	if (renew)
-		mod_delayed_work(system_wq, &mdev->conn_idle_work, 0);
-	metaroce_conn_put(c);
 }
 
 /*
- * The device over @ndev, found from the socket a packet arrived on: no
- * reference is taken.  Under RCU, as encap_rcv runs; a device leaves the list,
- * and a grace period passes, before its connections go
- * (metaroce_net_unlist_dev()).
+ * The device over the netdev with ifindex, found from the socket a packet
+ * arrived on: no reference is taken.  Under RCU, as the receive path runs; a
+ * device leaves the list, and a grace period passes, before its connections
+ * go (metaroce_net_unlist_dev()).
  */
-static struct metaroce_dev *metaroce_dev_of_netdev_rcu(struct metaroce_net *mnet,
-						       const struct net_device *ndev)
+static struct metaroce_dev *metaroce_dev_of_ifindex_rcu(struct metaroce_net *mnet, int ifindex)
 {
+	struct net_device *ndev;
 	struct metaroce_dev *mdev;
 
-	hlist_for_each_entry_rcu(mdev, &mnet->devs, mnet_node)
-		if (rcu_access_pointer(mdev->ndev) == ndev)
+	hlist_for_each_entry_rcu(mdev, &mnet->devs, mnet_node) {
+		ndev = rcu_dereference(mdev->ndev);
+		if (ndev && ndev->ifindex == ifindex)
 			return mdev;
+	}
 	return NULL;
 }
 
@@ -193,22 +241,20 @@ static struct metaroce_dev *metaroce_dev_of_netdev_rcu(struct metaroce_net *mnet
  * A packet to one of this host's own addresses comes in over the loopback
  * device, not over the netdev it was sent from: a datagram to the device's
  * own GID, or a packet between two devices of one namespace.  Its device is
- * the one on the netdev that holds the destination address.  Under RCU, as
- * encap_rcv runs.
+ * the one on the netdev that holds the destination address.  Under RCU.
  */
 static struct metaroce_dev *metaroce_dev_of_local_dst(struct metaroce_net *mnet,
 						      struct sk_buff *skb)
 {
-	struct net *net = dev_net(skb->dev);
 	struct net_device *ndev = NULL;
 
 	if (skb->protocol == htons(ETH_P_IP))
-		ndev = __ip_dev_find(net, ip_hdr(skb)->daddr, false);
+		ndev = __ip_dev_find(mnet->net, ip_hdr(skb)->daddr, false);
 #if IS_REACHABLE(CONFIG_IPV6)
 	else if (skb->protocol == htons(ETH_P_IPV6))
-		ndev = ipv6_dev_find(net, &ipv6_hdr(skb)->daddr, NULL);
+		ndev = ipv6_dev_find(mnet->net, &ipv6_hdr(skb)->daddr, NULL);
 #endif
-	return ndev ? metaroce_dev_of_netdev_rcu(mnet, ndev) : NULL;
+	return ndev ? metaroce_dev_of_ifindex_rcu(mnet, ndev->ifindex) : NULL;
 }
 
 /*
@@ -234,27 +280,23 @@ static bool metaroce_rx_pull_headers(struct sk_buff *skb)
 	return !skb_linearize(skb);
 }
 
-/*
- * Called by UDP for every datagram to our port, in softirq context, after the
- * UDP checksum was verified; skb->data points at the UDP header.  Returns 0:
- * the skb is always consumed.
- */
-static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+static bool metaroce_rx_ce(const struct sk_buff *skb)
 {
-	struct metaroce_net *mnet = rcu_dereference_sk_user_data(sk);
-	enum mr_parse_result res;
-	struct metaroce_dev *mdev;
-	struct mr_pkt pkt;
+	return skb->protocol == htons(ETH_P_IP) ? INET_ECN_is_ce(ip_hdr(skb)->tos) :
+						  INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb)));
+}
 
-	/* The socket is closing (udp_tunnel_sock_release()): nobody to count against. */
-	if (unlikely(!mnet))
-		goto drop;
-	/* Packets count against the device of the netdev they arrived on (or were sent to). */
-	mdev = metaroce_dev_of_netdev_rcu(mnet, skb->dev);
-	if (!mdev && (skb->dev->flags & IFF_LOOPBACK))
-		mdev = metaroce_dev_of_local_dst(mnet, skb);
-	if (!mdev)
-		goto drop;
+/*
+ * One packet in an skb of its own, skb->data at its UDP header, its checksum
+ * verified.  Takes the skb.
+ */
+static void metaroce_rx_one(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	struct metaroce_rx_conn rc;
+	enum mr_parse_result res;
+	struct mr_pkt pkt;
+	const u8 *hdr;
+
 	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
 	metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, skb->len);
 
@@ -268,8 +310,8 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 		goto drop;
 	}
-	res = mr_pkt_parse(skb->data + sizeof(struct udphdr), skb->len - sizeof(struct udphdr),
-			   &pkt);
+	hdr = skb->data + sizeof(struct udphdr);
+	res = mr_pkt_parse(hdr, skb->len - sizeof(struct udphdr), &pkt);
 	if (res != MR_PARSE_OK) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), mr_parse_result_name(res));
@@ -282,33 +324,207 @@ static int metaroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, pkt.sport);
 	if (pkt.bth.opcode == MR_OP_CONNECT_REQ) {
 		metaroce_conn_rx_connect_req(mdev, skb);	/* takes the skb */
-		return 0;
+		return;
 	}
-	if (pkt.bth.opcode == MR_OP_UD_SEND)
+	if (pkt.bth.opcode == MR_OP_UD_SEND) {
 		metaroce_ud_rx(mdev, skb, &pkt);
-	else
-		metaroce_conn_rx(mdev, skb, &pkt, skb->protocol == htons(ETH_P_IP) ?
-				 INET_ECN_is_ce(ip_hdr(skb)->tos) :
-				 INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb))));
+	} else if (metaroce_rx_conn_get(mdev, &rc, skb, pkt.bth.conn_id)) {
+		metaroce_rx_conn_pkt(&rc, &pkt, metaroce_rx_ce(skb), skb, hdr,
+				     sizeof(struct udphdr));
+		metaroce_rx_conn_put(&rc);
+	}
 	/* Taken by the transport (its own drops are counted there): not a drop for the stack. */
 	consume_skb(skb);
-	return 0;
+	return;
 drop:
 	kfree_skb(skb);
-	return 0;
+}
+
+/*
+ * The packet of len bytes at offset off of a merged skb, in an skb of its own
+ * as metaroce_rx_one() takes it: the merged skb's IP and UDP headers, then the
+ * packet, linear.  For the few packets a merged skb seldom holds and that
+ * need their skb (CONNECT_REQ, UD_SEND) or their payload whole.  NULL: no memory.
+ */
+static struct sk_buff *metaroce_rx_seg_copy(const struct sk_buff *skb, u32 off, u32 len)
+{
+	/* The IP header (and IPv6's extension headers) in front of the UDP header. */
+	int iplen = -skb_network_offset(skb);
+	u32 hlen = iplen + sizeof(struct udphdr);
+	struct sk_buff *nskb;
+
+	if (iplen <= 0 || skb_transport_offset(skb) || skb_headlen(skb) < sizeof(struct udphdr))
+		return NULL;
+	nskb = alloc_skb(hlen + len, GFP_ATOMIC);
+	if (!nskb)
+		return NULL;
+	skb_put_data(nskb, skb_network_header(skb), hlen);
+	if (skb_copy_bits(skb, off, skb_put(nskb, len), len)) {
+		kfree_skb(nskb);
+		return NULL;
+	}
+	skb_reset_network_header(nskb);
+	skb_set_transport_header(nskb, iplen);
+	__skb_pull(nskb, iplen);
+	nskb->protocol = skb->protocol;
+	nskb->skb_iif = skb->skb_iif;
+	/* The lengths of this packet, as it was on the wire (a GRH shows the IP header). */
+	udp_hdr(nskb)->len = htons(sizeof(struct udphdr) + len);
+	if (nskb->protocol == htons(ETH_P_IP)) {
+		ip_hdr(nskb)->tot_len = htons(hlen + len);
+		ip_send_check(ip_hdr(nskb));
+	} else {
+		ipv6_hdr(nskb)->payload_len = htons(hlen - sizeof(struct ipv6hdr) + len);
+	}
+	return nskb;
+}
+
+/* Bytes of each packet of a merged skb copied out to parse it: any header whole. */
+#define METAROCE_RX_HDR_MAX	MR_MAX_HDR_LEN
+
+/*
+ * Packets GRO merged into one skb (UDP GSO: equal lengths but the last, one
+ * flow, one ECN codepoint), skb->data at the UDP header, checksums verified.
+ * Each is parsed from a copy of its headers and placed from where it lies;
+ * a connection's packets in a row are handled under one lookup and one hold
+ * of its lock.  Does not take the skb.
+ */
+static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
+{
+	u32 seg = skb_shinfo(skb)->gso_size, off, len, n;
+	struct metaroce_rx_conn rc = { NULL };
+	u8 buf[METAROCE_RX_HDR_MAX];
+	enum mr_parse_result res;
+	bool ce = metaroce_rx_ce(skb);
+	struct sk_buff *nskb;
+	struct mr_pkt pkt;
+	const u8 *hdr;
+
+	metaroce_count(mdev, METAROCE_CNT_RX_GSO_SKBS);
+	/*
+	 * Not ours, nor merged from ours: segments too short for a header, or
+	 * no checksum (GRO merges only what has one).  Each segment counted.
+	 */
+	if (seg < MR_BTH_LEN || (skb->protocol == htons(ETH_P_IP) && !udp_hdr(skb)->check)) {
+		n = seg ? max_t(u32, DIV_ROUND_UP(skb->len - sizeof(struct udphdr), seg), 1) : 1;
+		metaroce_count_add(mdev, METAROCE_CNT_RX_PACKETS, n);
+		metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES,
+				   skb->len + (n - 1) * sizeof(struct udphdr));
+		metaroce_count_add(mdev, METAROCE_CNT_RX_DROP_MALFORMED, n);
+		return;
+	}
+	for (off = sizeof(struct udphdr); off < skb->len; off += len) {
+		len = min(seg, skb->len - off);
+		n = min_t(u32, len, sizeof(buf));
+		hdr = skb_header_pointer(skb, off, n, buf);
+		if (!hdr || (n < len && !mr_pkt_payload_placed(hdr, n)) ||
+		    hdr[1] == MR_OP_CONNECT_REQ || hdr[1] == MR_OP_UD_SEND) {
+			if (rc.c)
+				metaroce_rx_conn_put(&rc);
+			nskb = metaroce_rx_seg_copy(skb, off, len);
+			if (nskb) {
+				metaroce_rx_one(mdev, nskb);
+			} else {
+				metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
+				metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
+			}
+			continue;
+		}
+		metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
+		metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, sizeof(struct udphdr) + len);
+		res = mr_pkt_parse(hdr, len, &pkt);
+		if (res != MR_PARSE_OK) {
+			metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+			trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev),
+					       mr_parse_result_name(res));
+			continue;
+		}
+		pkt.sport = ntohs(udp_hdr(skb)->source);
+		trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, pkt.sport);
+		if (rc.c && rc.id != pkt.bth.conn_id)
+			metaroce_rx_conn_put(&rc);
+		if (!rc.c && !metaroce_rx_conn_get(mdev, &rc, skb, pkt.bth.conn_id))
+			continue;
+		metaroce_rx_conn_pkt(&rc, &pkt, ce, skb, hdr, off);
+	}
+	if (rc.c)
+		metaroce_rx_conn_put(&rc);
+}
+
+/*
+ * A datagram to our port, taken off the socket: skb->data at its payload,
+ * the IP and UDP headers in front; skb->dev is UDP's scratch now, the netdev
+ * it came in on is skb->skb_iif.  Softirq context, under RCU.  Takes the skb.
+ */
+static void metaroce_rx(struct metaroce_net *mnet, struct sk_buff *skb)
+{
+	struct metaroce_dev *mdev;
+	bool csum_ok;
+
+	/* Packets count against the device of the netdev they arrived on (or were sent to). */
+	mdev = metaroce_dev_of_ifindex_rcu(mnet, skb->skb_iif);
+	if (!mdev && skb->skb_iif == mnet->net->loopback_dev->ifindex)
+		mdev = metaroce_dev_of_local_dst(mnet, skb);
+	/* Verified on arrival (by the NIC, or when GRO merged it) or here, as recvmsg() would. */
+	csum_ok = udp_skb_csum_unnecessary(skb) || !__udp_lib_checksum_complete(skb);
+	skb->dev = NULL;
+	if (!mdev) {
+		kfree_skb(skb);
+		return;
+	}
+	if (!csum_ok) {
+		metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+		kfree_skb(skb);
+		return;
+	}
+	__skb_push(skb, sizeof(struct udphdr));
+	if (!skb_is_gso(skb)) {
+		metaroce_rx_one(mdev, skb);
+		return;
+	}
+	metaroce_rx_gso(mdev, skb);
+	consume_skb(skb);
+}
+
+/*
+ * UDP queued datagrams to our socket (sk_data_ready, in softirq context):
+ * take them off at once.  A plain UDP socket rather than an encapsulation
+ * socket (encap_rcv), because UDP cuts what GRO merged back into packets
+ * before it hands them to encap_rcv; to a socket that accepts them
+ * (UDP_GRO) it queues them whole.
+ */
+static void metaroce_udp_data_ready(struct sock *sk)
+{
+	struct metaroce_net *mnet;
+	struct sk_buff *skb;
+	int off = 0, err;
+
+	/* UDP calls it in softirq; the connections' locks are taken as there. */
+	local_bh_disable();
+	rcu_read_lock();
+	mnet = rcu_dereference_sk_user_data(sk);
+	/* NULL: the socket is closing (udp_tunnel_sock_release()); it frees what it holds. */
+	while (mnet) {
+		skb = __skb_recv_udp(sk, MSG_DONTWAIT, &off, &err);
+		if (!skb) {
+			if (err == -EAGAIN)
+				break;
+			continue;	/* sock_error() took a pending socket error: try again */
+		}
+		metaroce_rx(mnet, skb);
+	}
+	rcu_read_unlock();
+	local_bh_enable();
 }
 
 static struct socket *metaroce_udp_open(struct metaroce_net *mnet, bool ipv6)
 {
-	struct udp_tunnel_sock_cfg tnl = {
-		.sk_user_data = mnet,
-		.encap_type = 1,
-		.encap_rcv = metaroce_udp_encap_recv,
-	};
 	struct udp_port_cfg cfg = {
 		.local_udp_port = htons(metaroce_udp_port),
 	};
 	struct socket *sock;
+	struct sock *sk;
 	int err;
 
 	if (ipv6) {
@@ -322,7 +538,15 @@ static struct socket *metaroce_udp_open(struct metaroce_net *mnet, bool ipv6)
 	err = udp_sock_create(mnet->net, &cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(mnet->net, sock, &tnl);
+	sk = sock->sk;
+	/* Take what GRO merged whole (UDP_GRO); room for what arrives while we take it off. */
+	udp_set_bit(GRO_ENABLED, sk);
+	udp_set_bit(ACCEPT_L4, sk);
+	sock_set_rcvbuf(sk, METAROCE_RCVBUF);
+	write_lock_bh(&sk->sk_callback_lock);
+	rcu_assign_sk_user_data(sk, mnet);
+	sk->sk_data_ready = metaroce_udp_data_ready;
+	write_unlock_bh(&sk->sk_callback_lock);
 	return sock;
 }
 
@@ -397,7 +621,7 @@ void metaroce_net_list_dev(struct metaroce_dev *mdev)
 
 /*
  * No packet is handed to the device after this returns, and none is still
- * being handled: encap_rcv runs under RCU.  Under RTNL, so that a second
+ * being handled: the receive path runs under RCU.  Under RTNL, so that a second
  * caller returns only after the first one's grace period.
  */
 void metaroce_net_unlist_dev(struct metaroce_dev *mdev)
@@ -439,11 +663,13 @@ static struct pernet_operations metaroce_pernet_ops = {
 };
 
 /*
- * The stack tests a static key before it looks for encap_rcv, and each tunnel
- * socket holds it.  Our sockets open with a namespace's first device and close
- * with its last, so without a hold of our own every such rdma link add and
- * delete flips the key: kernel text patched while every CPU receives UDP.  In
- * TCG guests a CPU receiving then took the patch's int3 as an oops
+ * The stack tests a static key (udp_encap_needed_key, and IPv6's) before GRO
+ * looks for the socket a datagram goes to, and so before it merges datagrams
+ * for a socket that accepts them whole (UDP_GRO: ours); enabling UDP_GRO on a
+ * socket takes the key.  Our sockets open with a namespace's first device and
+ * close with its last, so without a hold of our own every such rdma link add
+ * and delete could flip the key: kernel text patched while every CPU receives
+ * UDP.  In TCG guests a CPU receiving then took the patch's int3 as an oops
  * (udp_queue_rcv_one_skb(), rx_bad_packets.sh).  Held from load to unload.
  */
 static void metaroce_udp_encap_hold(void)

@@ -37,6 +37,7 @@ static const struct rdma_stat_desc metaroce_counter_descs[] = {
 	[METAROCE_CNT_TX_RUN_DATA].name = "tx_run_data_packets",
 	[METAROCE_CNT_TX_GSO_SKBS].name = "tx_gso_skbs",
 	[METAROCE_CNT_CONN_RENEWALS].name = "conn_renewals",
+	[METAROCE_CNT_RX_GSO_SKBS].name = "rx_gso_skbs",
 	[METAROCE_ENG_RETRANSMITS].name = "retransmits",
 	[METAROCE_ENG_RTOS].name = "rtos",
 	[METAROCE_ENG_SPURIOUS_RTOS].name = "spurious_rtos",

@@ -35,6 +35,7 @@ enum metaroce_counter {
 	METAROCE_CNT_TX_RUN_DATA,		/* data packets those runs built */
 	METAROCE_CNT_TX_GSO_SKBS,		/* UDP GSO skbs, each a path's burst */
 	METAROCE_CNT_CONN_RENEWALS,		/* [MR-CONN-14] ended by the peer, begun anew */
+	METAROCE_CNT_RX_GSO_SKBS,		/* packets merged by GRO, taken as one skb */
 	METAROCE_NR_COUNTERS,
 
 	/* The engines' own event counters, summed over the device's connections. */

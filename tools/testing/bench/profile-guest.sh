@@ -57,13 +57,13 @@ say() { echo "PROFILE $*"; }
 # hand-over to the IP stack, completions, and all of NET_RX (the routers' forwarding
 # and the virtio NICs included) for what runs outside the transport.
 declare -A bpf_funcs=(
-	[metaroce]="metaroce:metaroce_udp_encap_recv metaroce:metaroce_conn_tx_work
+	[metaroce]="metaroce:metaroce_udp_data_ready metaroce:metaroce_conn_tx_work
 		metaroce:metaroce_net_xmit metaroce:metaroce_place metaroce:metaroce_sge_xfer
 		metaroce:metaroce_mr_xfer metaroce:mr_pkt_parse metaroce:mr_conn_receive
 		metaroce:mr_conn_on_ack metaroce:mr_conn_next_packet metaroce:mr_conn_next_ack
 		metaroce:mr_conn_on_timer metaroce:metaroce_complete metaroce:metaroce_sq_push
-		metaroce:metaroce_post_send ib_core:ib_device_get_by_netdev vmlinux:__pskb_pull_tail
-		vmlinux:queue_work_on vmlinux:net_rx_action vmlinux:ip_forward"
+		metaroce:metaroce_post_send vmlinux:__pskb_pull_tail
+		vmlinux:queue_work_on vmlinux:net_rx_action vmlinux:ip_forward vmlinux:__udp_gso_segment"
 	[rxe]="rdma_rxe:rxe_udp_encap_recv rdma_rxe:rxe_rcv rdma_rxe:rxe_requester rdma_rxe:rxe_receiver
 		rdma_rxe:rxe_completer rdma_rxe:rxe_xmit_packet rdma_rxe:rxe_post_send
 		vmlinux:net_rx_action vmlinux:ip_forward"
@@ -249,7 +249,7 @@ for t in $transports; do
 	if [ "$t" = metaroce ]; then
 		want=" retransmits rtos spurious_rtos rtos_held tail_probes sack_losses msg_probes path_failures path_rebalances acks_sent"
 		want+=" acks_received pacer_blocked window_full tx_runs tx_run_data_packets"
-		want+=" tx_gso_skbs tx_packets rx_packets timer_past_deadlines "
+		want+=" tx_gso_skbs rx_gso_skbs tx_packets rx_packets timer_past_deadlines "
 		while read -r c v; do
 			[[ "$want" != *" $c "* ]] || say "$t $MR_ROLE $c $v"
 		done <<<"$(hw_counters mr0)"

@@ -47,6 +47,30 @@ echo 0 >$T/events/metaroce/metaroce_rx_drop/enable
 check_eq "7 drops traced" 7 "$(grep -c 'metaroce_rx_drop: mr0 ' <<<"$trace")"
 check "the unknown connection is traced by reason" grep -q 'metaroce_rx_drop: mr0 unknown connection' <<<"$trace"
 
+# What GRO merged, or a UDP GSO write (UDP_SEGMENT) made, reaches the socket as
+# one skb (the veth keeps it whole): each segment is a packet of its own, checked
+# as any other.  send_gso SIZE HEX: one write of HEX, cut into SIZE-byte segments.
+send_gso() {
+	ip netns exec h1 perl -e '
+		use IO::Socket::INET;
+		my $s = IO::Socket::INET->new(Proto => "udp", PeerAddr => $ARGV[0]) or die "socket: $!";
+		setsockopt($s, 17, 103, pack("i", $ARGV[1])) or die "UDP_SEGMENT: $!";
+		$s->send(pack("H*", $ARGV[2])) or die "send: $!";
+	' "198.18.1.2:$MR_UDP_PORT" "$1" "${2// /}"
+}
+g=${good// /}
+junk_req="0120$(printf '00%.0s' $(seq 38))"	# a CONNECT_REQ's first bytes, 40 in all
+p0=$(counter rx_packets) m0=$(counter rx_drop_malformed) u0=$(counter rx_drop_unknown_conn)
+send_gso $((${#g} / 2)) "$g$g$g"			# three SENDs for no connection
+send_gso 8 "$(printf '01%.0s' $(seq 20))"		# segments shorter than any header
+send_gso 40 "$junk_req$junk_req$junk_req"		# copied out for the CONNECT_REQ path
+check "the 3 merged skbs were taken whole" wait_for 5 sh -c \
+	'[ "$(rdma statistic show link mr0/1 | grep -o "rx_gso_skbs [0-9]*" | cut -d" " -f2)" = 3 ]'
+check_eq "each segment a packet: 3 + 3 + 3" $((p0 + 9)) "$(counter rx_packets)"
+check_eq "the SENDs dropped for an unknown connection" $((u0 + 3)) "$(counter rx_drop_unknown_conn)"
+check_eq "the short and the CONNECT_REQ segments dropped as malformed" $((m0 + 6)) \
+	"$(counter rx_drop_malformed)"
+
 # A flood of garbage leaves the device and module usable.
 # One process sends all 200 (a process per datagram took minutes on a KASAN kernel).
 ip netns exec h1 perl -e '
@@ -55,14 +79,14 @@ ip netns exec h1 perl -e '
 	open(my $r, "<", "/dev/urandom") or die;
 	for (1 .. 200) { read($r, my $d, 1 + int(rand(64))); $s->send($d) or die "send: $!"; }
 ' "198.18.1.2:$MR_UDP_PORT"
-check "the flood was counted" wait_for 5 sh -c '[ "$(rdma statistic show link mr0/1 | grep -o "rx_packets [0-9]*" | cut -d" " -f2)" -ge 207 ]'
+check "the flood was counted" wait_for 5 sh -c '[ "$(rdma statistic show link mr0/1 | grep -o "rx_packets [0-9]*" | cut -d" " -f2)" -ge 216 ]'
 check "port still ACTIVE" port_is mr0 "4: ACTIVE"
 check "rdma link delete mr0" rdma link delete mr0
 
 # Datagrams keep coming while the namespace's last device goes and its socket
 # closes under them: udp_tunnel_sock_release() clears the socket's user data a
-# grace period before the socket stops receiving, and encap_rcv must drop what
-# comes in meanwhile.  Sends fail while no socket listens (ICMP port
+# grace period before the socket stops receiving, and the receive path must drop
+# what comes in meanwhile.  Sends fail while no socket listens (ICMP port
 # unreachable); the sender carries on.
 ip netns exec h1 perl -e '
 	use IO::Socket::INET;
