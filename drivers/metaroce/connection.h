@@ -114,13 +114,15 @@ static inline u32 metaroce_rnr_us(u8 timer)
 	return timer ? 10u << min_t(u32, timer / 3, 16) : 655360;
 }
 
-static inline void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l)
+/* Our handshake parameters for a connection to raddr (its family decides the pmtu). */
+static inline void metaroce_hs_local(struct metaroce_dev *mdev, struct mr_hs_local *l,
+				     const struct in6_addr *raddr)
 {
 	mr_hs_local_defaults(l, mdev->incarnation);
 	l->max_paths = clamp_t(u32, metaroce_paths, 1, MR_MAX_PATHS);
 	l->link_mbps = metaroce_capacity_mbps(mdev);
 	spin_lock_bh(&mdev->port_lock);
-	l->pmtu = mdev->wire_pmtu;
+	l->pmtu = mdev->wire_pmtu[ipv6_addr_v4mapped(raddr)];
 	spin_unlock_bh(&mdev->port_lock);
 }
 

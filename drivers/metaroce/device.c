@@ -21,13 +21,26 @@ static enum ib_mtu metaroce_mtu_from_netdev(unsigned int ndev_mtu)
 	return mtu;
 }
 
+/*
+ * [MR-CONN-6] the payload a frame of ndev_mtu bytes carries after an IP header
+ * of iph bytes, UDP and our largest headers.
+ */
+static u32 metaroce_pmtu_offer(unsigned int ndev_mtu, u32 iph)
+{
+	u32 over = iph + sizeof(struct udphdr) + MR_MAX_HDR_STACK;
+
+	if (ndev_mtu < over + MR_MIN_PMTU)
+		return MR_MIN_PMTU;
+	return min_t(u32, rounddown(ndev_mtu - over, MR_PMTU_ALIGN), METAROCE_MAX_WIRE_PMTU);
+}
+
 /* The port follows the netdev's carrier, admin state and MTU; true if the state changed. */
 static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 {
 	enum ib_port_state old, new = IB_PORT_DOWN;
 	struct net_device *ndev;
 	enum ib_mtu mtu = IB_MTU_256;
-	u32 pmtu = 256;
+	u32 pmtu6 = MR_MIN_PMTU, pmtu4 = MR_MIN_PMTU;
 
 	rcu_read_lock();
 	ndev = rcu_dereference(mdev->ndev);
@@ -37,9 +50,8 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 		if (netif_running(ndev) && netif_carrier_ok(ndev))
 			new = IB_PORT_ACTIVE;
 		mtu = metaroce_mtu_from_netdev(ndev_mtu);
-		if (ndev_mtu >= METAROCE_MAX_OVERHEAD + 256)
-			pmtu = min_t(u32, rounddown(ndev_mtu - METAROCE_MAX_OVERHEAD, 256),
-				     METAROCE_MAX_WIRE_PMTU);
+		pmtu6 = metaroce_pmtu_offer(ndev_mtu, sizeof(struct ipv6hdr));
+		pmtu4 = metaroce_pmtu_offer(ndev_mtu, sizeof(struct iphdr));
 	}
 	rcu_read_unlock();
 
@@ -47,7 +59,8 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 	old = mdev->port_state;
 	mdev->port_state = new;
 	mdev->active_mtu = mtu;
-	mdev->wire_pmtu = pmtu;
+	mdev->wire_pmtu[0] = pmtu6;
+	mdev->wire_pmtu[1] = pmtu4;
 	spin_unlock_bh(&mdev->port_lock);
 	return old != new;
 }
@@ -307,7 +320,8 @@ int metaroce_dev_add(const char *name, struct net_device *ndev)
 	spin_lock_init(&mdev->port_lock);
 	mdev->port_state = IB_PORT_DOWN;
 	mdev->active_mtu = IB_MTU_256;
-	mdev->wire_pmtu = 256;
+	mdev->wire_pmtu[0] = MR_MIN_PMTU;
+	mdev->wire_pmtu[1] = MR_MIN_PMTU;
 	xa_init_flags(&mdev->qps, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	/*
 	 * QPNs start at a random place: a device made again on the same

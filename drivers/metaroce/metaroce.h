@@ -39,10 +39,11 @@
 /*
  * Bytes of every frame that are not payload in the worst case: IPv6 (40) +
  * UDP (8) + the largest MetaRoCE header stack (64).  The IB MTU we report is
- * the largest one that fits into the netdev MTU after this overhead; the
- * payload our connections offer is the largest multiple of 256 that fits
- * ([MR-CONN-6]: 1280 bytes in a 1500-byte frame, where the IB MTU is 1024),
- * at most METAROCE_MAX_WIRE_PMTU (one page per packet at most).
+ * the largest one that fits into the netdev MTU after this overhead.  The
+ * payload our connections offer is the largest multiple of MR_PMTU_ALIGN that
+ * fits after the overhead of the connection's address family ([MR-CONN-6]:
+ * 1408 bytes in a 1500-byte frame over IPv4, 1344 over IPv6, where the IB MTU
+ * is 1024), at most METAROCE_MAX_WIRE_PMTU (one page per packet at most).
  */
 #define METAROCE_MAX_OVERHEAD		112
 #define METAROCE_MAX_WIRE_PMTU		4096
@@ -102,10 +103,11 @@ struct metaroce_dev {
 #define METAROCE_DEV_DETACHED	0
 	struct hlist_node mnet_node;	/* on mnet->devs; unhashed when not */
 
-	spinlock_t port_lock;		/* port_state, active_mtu, wire_pmtu */
+	spinlock_t port_lock;		/* port_state, active_mtu, wire_pmtu[] */
 	enum ib_port_state port_state;
 	enum ib_mtu active_mtu;
-	u32 wire_pmtu;			/* the payload bytes per packet we offer, [MR-CONN-6] */
+	/* The payload bytes per packet we offer, [MR-CONN-6]: over IPv6 [0] and IPv4 [1]. */
+	u32 wire_pmtu[2];
 	u32 link_mbps;			/* the netdev's speed, 0: none reported (device.c) */
 
 	struct xarray qps;		/* qpn -> metaroce_qp, for receive lookup */

@@ -257,7 +257,7 @@ static void metaroce_conn_renew(struct metaroce_conn *c, const struct mr_pkt *re
 		spin_unlock_bh(&c->lock);
 		return;
 	}
-	metaroce_hs_local(mdev, &l);
+	metaroce_hs_local(mdev, &l, &c->raddr);
 	spin_lock_bh(&c->lock);
 	list_for_each_entry(qp, &c->qps, conn_node)
 		live |= READ_ONCE(qp->state) != IB_QPS_ERR;
@@ -361,7 +361,7 @@ static void metaroce_accept_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 		return;
 	metaroce_skb_addrs(skb, &laddr, &raddr);
 
-	metaroce_hs_local(mdev, &l);
+	metaroce_hs_local(mdev, &l, &raddr);
 	c = metaroce_conn_find(mdev, &laddr, &raddr);
 	if (c) {
 		spin_lock_bh(&c->lock);

@@ -148,7 +148,7 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 			mutex_unlock(&mdev->conn_mutex);
 			return -ENOMEM;
 		}
-		metaroce_hs_local(mdev, &l);
+		metaroce_hs_local(mdev, &l, raddr);
 		spin_lock_bh(&c->lock);
 		metaroce_conn_begin_locked(c, &l);
 		spin_unlock_bh(&c->lock);

@@ -276,7 +276,7 @@ void metaroce_conn_tx_work(struct work_struct *work)
 	ask_at = READ_ONCE(c->ask_at);
 	/* Our handshake parameters only when we are about to ask (port_lock). */
 	if (ask_at && now >= ask_at)
-		metaroce_hs_local(c->mdev, &l);
+		metaroce_hs_local(c->mdev, &l, &c->raddr);
 	spin_lock_bh(&c->lock);
 	if (c->ask_at && now >= c->ask_at && ask_at) {
 		/* No CONNECT_REQ came: ask ourselves; a crossing one is fine, [MR-CONN-11]. */

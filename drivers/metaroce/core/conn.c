@@ -35,9 +35,9 @@ void mr_conn_init(struct mr_conn *c, const struct mr_conn_cfg *cfg)
 	c->cfg = *cfg;
 	if (c->cfg.n_paths < 1 || c->cfg.n_paths > MR_MAX_PATHS)
 		c->cfg.n_paths = MR_DEFAULT_PATHS;
-	if (c->cfg.pmtu < 256)
-		c->cfg.pmtu = 256;
-	c->cfg.pmtu -= c->cfg.pmtu % 256;	/* [MR-CONN-6] */
+	if (c->cfg.pmtu < MR_MIN_PMTU)
+		c->cfg.pmtu = MR_MIN_PMTU;
+	c->cfg.pmtu -= c->cfg.pmtu % MR_PMTU_ALIGN;	/* [MR-CONN-6] */
 	if (c->cfg.pmtu > 0xff00)
 		c->cfg.pmtu = 0xff00;
 	c->rng = cfg->seed;

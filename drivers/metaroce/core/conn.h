@@ -74,7 +74,7 @@ struct mr_conn_cfg {
 	u32 peer_conn_id;	/* what we put in packets to the peer */
 	u32 tx_initial_psn;	/* our CONNH initial_psn, [MR-PATH-3] */
 	u32 rx_initial_psn;	/* the peer's */
-	u32 pmtu;		/* payload bytes per packet, multiple of 256 */
+	u32 pmtu;		/* payload bytes per packet, multiple of MR_PMTU_ALIGN */
 	u8 n_paths;
 	u8 fail_rtos;
 	u16 ack_freq;

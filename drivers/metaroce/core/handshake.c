@@ -70,7 +70,7 @@ static bool mr_hs_agree(struct mr_hs *hs, const struct mr_connh *ch)
 	u8 ver = ch->ver_max < hs->local.ver_max ? ch->ver_max : hs->local.ver_max;
 	u8 floor = ch->ver_min > hs->local.ver_min ? ch->ver_min : hs->local.ver_min;
 
-	if (ver < floor || !ch->max_paths || ch->pmtu < 256)
+	if (ver < floor || !ch->max_paths || ch->pmtu < MR_MIN_PMTU)
 		return false;
 	hs->ver = ver;
 	hs->n_paths = (u8)mr_min_u32(mr_min_u32(ch->max_paths, hs->local.max_paths),

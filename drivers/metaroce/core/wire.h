@@ -28,6 +28,9 @@
 #define MR_MAX_HDR_LEN		(MR_BTH_LEN + MR_ACKH_LEN + MR_ACK_MAX_MSG_ACKS * MR_MSGACK_LEN)
 #define MR_MAX_MSG_LEN		0x80000000U
 #define MR_MAX_PATHS		16
+#define MR_MIN_PMTU		256	/* [MR-CONN-6] */
+#define MR_PMTU_ALIGN		64	/* [MR-CONN-6] a connection's pmtu is a multiple of it */
+#define MR_MAX_HDR_STACK	64	/* the largest headers of a data or atomic packet */
 #define MR_DEFAULT_PATHS	8
 #define MR_SACK_BITS		256
 #define MR_SACK_WORDS		(MR_SACK_BITS / 32)

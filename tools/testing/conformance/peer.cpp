@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -473,7 +474,7 @@ void Peer::answer_connect_req() {
 }
 
 void Peer::set_up_paths(uint32_t my_initial_psn, uint32_t dut_initial_psn) {
-  pmtu = std::max<uint32_t>(256, resp.pmtu / 256 * 256);
+  pmtu = std::max<uint32_t>(256, resp.pmtu / 64 * 64);  // [MR-CONN-6]
   npaths = resp.max_paths;
   for (unsigned i = 0; i < kMaxPaths; i++) {
     next_psn[i] = my_initial_psn + (i << 24);
@@ -543,11 +544,18 @@ Peer::Mr Peer::dut_mr(const Stream &s, uint32_t len, const std::string &access) 
 }
 
 Bytes Peer::dut_bytes(const std::string &kind, int idx, uint64_t off, uint64_t len) {
-  std::string a = dut.cmd("dump " + kind + " " + std::to_string(idx) + " " + std::to_string(off) +
-                          " " + std::to_string(len));
+  // mr_dut answers in hex, at most 4095 bytes a command (MR_DUT_OUT_LEN): ask in pieces.
+  constexpr uint64_t kPiece = 4000;
   Bytes b;
-  for (size_t i = 0; i + 1 < a.size() && isxdigit(a[i]); i += 2)
-    b.push_back(uint8_t(std::stoul(a.substr(i, 2), nullptr, 16)));
+  for (uint64_t at = 0; at < len; at += kPiece) {
+    const uint64_t n = std::min(kPiece, len - at);
+    std::string a = dut.cmd("dump " + kind + " " + std::to_string(idx) + " " +
+                            std::to_string(off + at) + " " + std::to_string(n));
+    size_t got = 0;
+    for (size_t i = 0; i + 1 < a.size() && isxdigit(a[i]) && isxdigit(a[i + 1]); i += 2, got++)
+      b.push_back(uint8_t(std::stoul(a.substr(i, 2), nullptr, 16)));
+    if (got != n) break;  // refused (out of range): the caller sees fewer bytes
+  }
   return b;
 }
 

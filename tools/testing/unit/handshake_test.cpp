@@ -441,6 +441,45 @@ TEST(Handshake, DuplicateRequestsAreAnsweredAtALimitedRate_MR_SEC_5)
 	EXPECT_LE(answers, 11);
 }
 
+// [MR-CONN-6] a connection cuts messages at the agreed pmtu rounded down to a multiple
+// of 64 (MR_PMTU_ALIGN), at least 256: 1408, what a 1500-byte IPv4 frame carries, is
+// kept whole (the rule of 256 made it 1280), 1400 becomes 1344.
+TEST(Handshake, PmtuIsAMultipleOf64_MR_CONN_6)
+{
+	const std::pair<u32, u32> cases[] = {
+		{ 1408, 1408 }, { 1400, 1344 }, { 1344, 1344 }, { 1280, 1280 },
+		{ 4096, 4096 }, { 300, 256 }, { 200, 256 },
+	};
+	for (auto [agreed, want] : cases) {
+		mr_conn_cfg cfg;
+		mr_conn_cfg_defaults(&cfg);
+		cfg.pmtu = agreed;
+		cfg.local_conn_id = 1;
+		cfg.peer_conn_id = 2;
+		auto e = std::make_unique<mr_conn>();
+		mr_conn_init(e.get(), &cfg);
+		EXPECT_EQ(e->cfg.pmtu, want) << "agreed " << agreed;
+	}
+
+	// The packets of a 3000-byte Send on a 1408 connection: 1408, 1408 and 184.
+	mr_conn_cfg cfg;
+	mr_conn_cfg_defaults(&cfg);
+	cfg.pmtu = 1408;
+	cfg.local_conn_id = 1;
+	cfg.peer_conn_id = 2;
+	StreamPool pool;
+	auto e = std::make_unique<mr_conn>();
+	mr_conn_init(e.get(), &cfg);
+	ASSERT_EQ(pool.open(e.get(), 10, 20), 0);
+	ASSERT_EQ(mr_conn_post(e.get(), 0, MR_OP_SEND, 3000, 0, 0, 1), 0);
+	std::vector<u32> lens;
+	mr_tx_desc d;
+	for (u64 now = 1000; lens.size() < 3 && now < 1000000; now += 10000)
+		while (mr_conn_next_packet(e.get(), now, &d))
+			lens.push_back(d.pkt.bth.payload_len);
+	EXPECT_EQ(lens, (std::vector<u32>{ 1408, 1408, 184 }));
+}
+
 // [MR-CONN-13] a connection to our own address is its own peer: up at once with no
 // CONNECT_REQ, one conn_id and PSN for both directions; its packets, fed back into it,
 // reach the partner QP's stream (streams are addressed by QP number), and its ACKs

@@ -33,7 +33,8 @@ TEST_F(ConnTest, MR_CONN_4_RejectsUnsupportedVersion) {
 
 // [MR-CONN-4]: version, paths and PMTU are the minimum of both; [MR-CONN-3] ids.
 TEST_F(ConnTest, MR_CONN_4_NegotiatesVersionPathsPmtu) {
-  CLAUSES("MR-CONN-4 MR-CONN-3 MR-CONN-7 MR-CONN-2 MR-CONN-12 MR-WIRE-3 MR-ENC-1 MR-ENC-2");
+  CLAUSES("MR-CONN-4 MR-CONN-3 MR-CONN-6 MR-CONN-7 MR-CONN-2 MR-CONN-12 MR-WIRE-3 MR-ENC-1 "
+          "MR-ENC-2");
   P.open_stream();  // QP to RTR, then our CONNECT_REQ (ver 1..3, 16 paths, pmtu 4096)
   auto r = P.wait([](const Received &x) { return x.pkt.bth.opcode == kConnectResp; }, 10);
   ASSERT_TRUE(r);
@@ -44,6 +45,7 @@ TEST_F(ConnTest, MR_CONN_4_NegotiatesVersionPathsPmtu) {
   EXPECT_LE(c.max_paths, 16);
   EXPECT_GE(c.pmtu, 256);
   EXPECT_LE(c.pmtu, 4096);
+  EXPECT_EQ(c.pmtu % 64, 0) << "[MR-CONN-6] the agreed pmtu is a multiple of 64";
   EXPECT_NE(c.src_conn_id, 0u);
   EXPECT_NE(c.incarnation, 0u);
   EXPECT_EQ(c.peer_incarnation, P.incarnation);
