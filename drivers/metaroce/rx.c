@@ -102,9 +102,8 @@ static void metaroce_trace_path(struct metaroce_conn *c, u32 path)
  * lock: a packet alone, or those GRO merged into one skb.
  */
 struct metaroce_rx_conn {
-	struct metaroce_conn *c;	/* NULL: none held */
-	u32 id;				/* its conn_id */
-	u64 now;
+	struct metaroce_conn *c;
+	u64 now;			/* when the lock was taken */
 	bool renew;			/* [MR-CONN-14] the peer ended it: begin anew */
 };
 
@@ -115,11 +114,11 @@ static bool metaroce_rx_loopback(const struct metaroce_dev *mdev, const struct s
 }
 
 /*
- * Take the connection a packet names by conn_id ([MR-CONN-3]): referenced
- * and locked.  False (counted) if there is none, or the packet is not its.
+ * The connection a packet names by conn_id ([MR-CONN-3]), referenced; NULL
+ * (counted) if there is none, or the packet is not its.
  */
-static bool metaroce_rx_conn_get(struct metaroce_dev *mdev, struct metaroce_rx_conn *rc,
-				 const struct sk_buff *skb, u32 conn_id)
+static struct metaroce_conn *metaroce_rx_conn_find(struct metaroce_dev *mdev,
+						   const struct sk_buff *skb, u32 conn_id)
 {
 	struct in6_addr laddr, raddr;
 	struct metaroce_conn *c;
@@ -132,7 +131,7 @@ static bool metaroce_rx_conn_get(struct metaroce_dev *mdev, struct metaroce_rx_c
 	if (!c) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_UNKNOWN_CONN);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "unknown connection");
-		return false;
+		return NULL;
 	}
 	/*
 	 * [MR-SEC-3] a connection is its conn_id and its two addresses: a
@@ -147,23 +146,20 @@ static bool metaroce_rx_conn_get(struct metaroce_dev *mdev, struct metaroce_rx_c
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
 		metaroce_conn_put(c);
-		return false;
+		return NULL;
 	}
-	spin_lock(&c->lock);
-	rc->c = c;
-	rc->id = conn_id;
-	rc->now = metaroce_now();
-	rc->renew = false;
-	return true;
+	return c;
 }
 
-/* Unlock and let go of the connection, and send what its packets asked for. */
-static void metaroce_rx_conn_put(struct metaroce_rx_conn *rc)
+/*
+ * After the packets, with the connection's lock dropped: send what they asked
+ * for, and let go of the connection.
+ */
+static void metaroce_rx_conn_done(struct metaroce_rx_conn *rc)
 {
 	struct metaroce_conn *c = rc->c;
 	struct metaroce_dev *mdev = c->mdev;
 
-	spin_unlock(&c->lock);
 	rc->c = NULL;
 	metaroce_share_tick(mdev, rc->now);
 	metaroce_conn_kick(c);
@@ -174,8 +170,8 @@ static void metaroce_rx_conn_put(struct metaroce_rx_conn *rc)
 }
 
 /*
- * A packet of the connection held: parsed from hdr (its first bytes, at
- * offset off of skb), its payload where skb has it.
+ * A packet of the connection whose lock is held: parsed from hdr (its first
+ * bytes, at offset off of skb), its payload where skb has it.
  */
 static void metaroce_rx_conn_pkt(struct metaroce_rx_conn *rc, const struct mr_pkt *pkt, bool ce,
 				 const struct sk_buff *skb, const u8 *hdr, u32 off)
@@ -328,10 +324,17 @@ static void metaroce_rx_one(struct metaroce_dev *mdev, struct sk_buff *skb)
 	}
 	if (pkt.bth.opcode == MR_OP_UD_SEND) {
 		metaroce_ud_rx(mdev, skb, &pkt);
-	} else if (metaroce_rx_conn_get(mdev, &rc, skb, pkt.bth.conn_id)) {
-		metaroce_rx_conn_pkt(&rc, &pkt, metaroce_rx_ce(skb), skb, hdr,
-				     sizeof(struct udphdr));
-		metaroce_rx_conn_put(&rc);
+	} else {
+		rc.c = metaroce_rx_conn_find(mdev, skb, pkt.bth.conn_id);
+		if (rc.c) {
+			spin_lock(&rc.c->lock);
+			rc.now = metaroce_now();
+			rc.renew = false;
+			metaroce_rx_conn_pkt(&rc, &pkt, metaroce_rx_ce(skb), skb, hdr,
+					     sizeof(struct udphdr));
+			spin_unlock(&rc.c->lock);
+			metaroce_rx_conn_done(&rc);
+		}
 	}
 	/* Taken by the transport (its own drops are counted there): not a drop for the stack. */
 	consume_skb(skb);
@@ -382,6 +385,48 @@ static struct sk_buff *metaroce_rx_seg_copy(const struct sk_buff *skb, u32 off, 
 /* Bytes of each packet of a merged skb copied out to parse it: any header whole. */
 #define METAROCE_RX_HDR_MAX	MR_MAX_HDR_LEN
 
+enum metaroce_rx_seg {
+	METAROCE_SEG_END,	/* no packet left */
+	METAROCE_SEG_CONN,	/* a connection's, parsed */
+	METAROCE_SEG_COPY,	/* to be copied out (metaroce_rx_seg_copy()) */
+	METAROCE_SEG_BAD,	/* malformed: counted */
+};
+
+/*
+ * The packet at offset off of a merged skb of seg-byte packets: its length
+ * (*len) and what it is.  A connection's is parsed into pkt from its first
+ * bytes (*hdr: in the skb's head, or copied to buf).
+ */
+static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const struct sk_buff *skb,
+					    u32 seg, u32 off, u8 *buf, const u8 **hdr, u32 *len,
+					    struct mr_pkt *pkt)
+{
+	enum mr_parse_result res;
+	u32 n;
+
+	if (off >= skb->len)
+		return METAROCE_SEG_END;
+	*len = min(seg, skb->len - off);
+	n = min_t(u32, *len, METAROCE_RX_HDR_MAX);
+	*hdr = skb_header_pointer(skb, off, n, buf);
+	/* The last packet may be shorter than a header: the parser says so. */
+	if (!*hdr || (n < *len && !mr_pkt_payload_placed(*hdr, n)) ||
+	    (n >= MR_BTH_LEN &&
+	     ((*hdr)[1] == MR_OP_CONNECT_REQ || (*hdr)[1] == MR_OP_UD_SEND)))
+		return METAROCE_SEG_COPY;
+	metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
+	metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, sizeof(struct udphdr) + *len);
+	res = mr_pkt_parse(*hdr, *len, pkt);
+	if (res != MR_PARSE_OK) {
+		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
+		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), mr_parse_result_name(res));
+		return METAROCE_SEG_BAD;
+	}
+	pkt->sport = ntohs(udp_hdr(skb)->source);
+	trace_metaroce_rx(dev_name(&mdev->ibdev.dev), pkt, pkt->sport);
+	return METAROCE_SEG_CONN;
+}
+
 /*
  * Packets GRO merged into one skb (UDP GSO: equal lengths but the last, one
  * flow, one ECN codepoint), skb->data at the UDP header, checksums verified.
@@ -391,11 +436,11 @@ static struct sk_buff *metaroce_rx_seg_copy(const struct sk_buff *skb, u32 off, 
  */
 static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 {
-	u32 seg = skb_shinfo(skb)->gso_size, off, len, n;
-	struct metaroce_rx_conn rc = { NULL };
+	u32 seg = skb_shinfo(skb)->gso_size, off = sizeof(struct udphdr), len = 0, id, n;
 	u8 buf[METAROCE_RX_HDR_MAX];
-	enum mr_parse_result res;
 	bool ce = metaroce_rx_ce(skb);
+	struct metaroce_rx_conn rc;
+	enum metaroce_rx_seg k;
 	struct sk_buff *nskb;
 	struct mr_pkt pkt;
 	const u8 *hdr;
@@ -413,14 +458,9 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 		metaroce_count_add(mdev, METAROCE_CNT_RX_DROP_MALFORMED, n);
 		return;
 	}
-	for (off = sizeof(struct udphdr); off < skb->len; off += len) {
-		len = min(seg, skb->len - off);
-		n = min_t(u32, len, sizeof(buf));
-		hdr = skb_header_pointer(skb, off, n, buf);
-		if (!hdr || (n < len && !mr_pkt_payload_placed(hdr, n)) ||
-		    hdr[1] == MR_OP_CONNECT_REQ || hdr[1] == MR_OP_UD_SEND) {
-			if (rc.c)
-				metaroce_rx_conn_put(&rc);
+	k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len, &pkt);
+	while (k != METAROCE_SEG_END) {
+		if (k == METAROCE_SEG_COPY) {
 			nskb = metaroce_rx_seg_copy(skb, off, len);
 			if (nskb) {
 				metaroce_rx_one(mdev, nskb);
@@ -428,27 +468,30 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 				metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
 				metaroce_count(mdev, METAROCE_CNT_RX_DROP_NOMEM);
 			}
-			continue;
+		} else if (k == METAROCE_SEG_CONN) {
+			rc.c = metaroce_rx_conn_find(mdev, skb, pkt.bth.conn_id);
+			if (rc.c) {
+				/* This packet and those after it of the same connection. */
+				id = pkt.bth.conn_id;
+				spin_lock(&rc.c->lock);
+				rc.now = metaroce_now();
+				rc.renew = false;
+				do {
+					if (k == METAROCE_SEG_CONN)
+						metaroce_rx_conn_pkt(&rc, &pkt, ce, skb, hdr, off);
+					off += len;
+					k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len,
+							    &pkt);
+				} while (k == METAROCE_SEG_BAD ||
+					 (k == METAROCE_SEG_CONN && pkt.bth.conn_id == id));
+				spin_unlock(&rc.c->lock);
+				metaroce_rx_conn_done(&rc);
+				continue;	/* k is the next packet's already */
+			}
 		}
-		metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
-		metaroce_count_add(mdev, METAROCE_CNT_RX_BYTES, sizeof(struct udphdr) + len);
-		res = mr_pkt_parse(hdr, len, &pkt);
-		if (res != MR_PARSE_OK) {
-			metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
-			trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev),
-					       mr_parse_result_name(res));
-			continue;
-		}
-		pkt.sport = ntohs(udp_hdr(skb)->source);
-		trace_metaroce_rx(dev_name(&mdev->ibdev.dev), &pkt, pkt.sport);
-		if (rc.c && rc.id != pkt.bth.conn_id)
-			metaroce_rx_conn_put(&rc);
-		if (!rc.c && !metaroce_rx_conn_get(mdev, &rc, skb, pkt.bth.conn_id))
-			continue;
-		metaroce_rx_conn_pkt(&rc, &pkt, ce, skb, hdr, off);
+		off += len;
+		k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len, &pkt);
 	}
-	if (rc.c)
-		metaroce_rx_conn_put(&rc);
 }
 
 /*
