@@ -108,9 +108,9 @@ struct metaroce_rx_conn {
 };
 
 /* Whether skb came in over its namespace's loopback device: sent to ourselves. */
-static bool metaroce_rx_loopback(const struct metaroce_dev *mdev, const struct sk_buff *skb)
+static bool metaroce_rx_loopback(const struct metaroce_net *mnet, const struct sk_buff *skb)
 {
-	return skb->skb_iif == mdev->mnet->net->loopback_dev->ifindex;
+	return skb->skb_iif == mnet->net->loopback_dev->ifindex;
 }
 
 /*
@@ -142,7 +142,7 @@ static struct metaroce_conn *metaroce_rx_conn_find(struct metaroce_dev *mdev,
 	 */
 	metaroce_skb_addrs(skb, &laddr, &raddr);
 	if (!ipv6_addr_equal(&laddr, &c->laddr) || !ipv6_addr_equal(&raddr, &c->raddr) ||
-	    (ipv6_addr_equal(&raddr, &laddr) && !metaroce_rx_loopback(mdev, skb))) {
+	    (ipv6_addr_equal(&raddr, &laddr) && !metaroce_rx_loopback(mdev->mnet, skb))) {
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_WRONG_ADDR);
 		trace_metaroce_rx_drop(dev_name(&mdev->ibdev.dev), "connection of other addresses");
 		metaroce_conn_put(c);
@@ -502,25 +502,23 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 static void metaroce_rx(struct metaroce_net *mnet, struct sk_buff *skb)
 {
 	struct metaroce_dev *mdev;
-	bool csum_ok;
 
 	/* Packets count against the device of the netdev they arrived on (or were sent to). */
 	mdev = metaroce_dev_of_ifindex_rcu(mnet, skb->skb_iif);
-	if (!mdev && skb->skb_iif == mnet->net->loopback_dev->ifindex)
+	if (!mdev && metaroce_rx_loopback(mnet, skb))
 		mdev = metaroce_dev_of_local_dst(mnet, skb);
-	/* Verified on arrival (by the NIC, or when GRO merged it) or here, as recvmsg() would. */
-	csum_ok = udp_skb_csum_unnecessary(skb) || !__udp_lib_checksum_complete(skb);
-	skb->dev = NULL;
-	if (!mdev) {
-		kfree_skb(skb);
-		return;
-	}
-	if (!csum_ok) {
+	if (!mdev)
+		goto drop;
+	/*
+	 * Verified on arrival (by the NIC, or when GRO merged it) or here, as
+	 * recvmsg() would: while skb->dev still holds UDP's scratch.
+	 */
+	if (!udp_skb_csum_unnecessary(skb) && __udp_lib_checksum_complete(skb)) {
 		metaroce_count(mdev, METAROCE_CNT_RX_PACKETS);
 		metaroce_count(mdev, METAROCE_CNT_RX_DROP_MALFORMED);
-		kfree_skb(skb);
-		return;
+		goto drop;
 	}
+	skb->dev = NULL;
 	__skb_push(skb, sizeof(struct udphdr));
 	if (!skb_is_gso(skb)) {
 		metaroce_rx_one(mdev, skb);
@@ -528,6 +526,10 @@ static void metaroce_rx(struct metaroce_net *mnet, struct sk_buff *skb)
 	}
 	metaroce_rx_gso(mdev, skb);
 	consume_skb(skb);
+	return;
+drop:
+	skb->dev = NULL;
+	kfree_skb(skb);
 }
 
 /*
