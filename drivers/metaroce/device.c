@@ -9,6 +9,7 @@
 #include <rdma/ib_mad.h>
 
 #include "metaroce.h"
+#include "core/handshake.h"
 
 static enum ib_mtu metaroce_mtu_from_netdev(unsigned int ndev_mtu)
 {
@@ -19,19 +20,6 @@ static enum ib_mtu metaroce_mtu_from_netdev(unsigned int ndev_mtu)
 		if (ib_mtu_enum_to_int(mtu) <= room)
 			break;
 	return mtu;
-}
-
-/*
- * [MR-CONN-6] the payload a frame of ndev_mtu bytes carries after an IP header
- * of iph bytes, UDP and our largest headers.
- */
-static u32 metaroce_pmtu_offer(unsigned int ndev_mtu, u32 iph)
-{
-	u32 over = iph + sizeof(struct udphdr) + MR_MAX_HDR_STACK;
-
-	if (ndev_mtu < over + MR_MIN_PMTU)
-		return MR_MIN_PMTU;
-	return min_t(u32, rounddown(ndev_mtu - over, MR_PMTU_ALIGN), METAROCE_MAX_WIRE_PMTU);
 }
 
 /* The port follows the netdev's carrier, admin state and MTU; true if the state changed. */
@@ -50,8 +38,9 @@ static bool metaroce_port_refresh(struct metaroce_dev *mdev)
 		if (netif_running(ndev) && netif_carrier_ok(ndev))
 			new = IB_PORT_ACTIVE;
 		mtu = metaroce_mtu_from_netdev(ndev_mtu);
-		pmtu6 = metaroce_pmtu_offer(ndev_mtu, sizeof(struct ipv6hdr));
-		pmtu4 = metaroce_pmtu_offer(ndev_mtu, sizeof(struct iphdr));
+		/* [MR-CONN-6] what a frame carries after each family's IP header */
+		pmtu6 = mr_pmtu_offer(ndev_mtu, sizeof(struct ipv6hdr), METAROCE_MAX_WIRE_PMTU);
+		pmtu4 = mr_pmtu_offer(ndev_mtu, sizeof(struct iphdr), METAROCE_MAX_WIRE_PMTU);
 	}
 	rcu_read_unlock();
 

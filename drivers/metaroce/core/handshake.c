@@ -183,6 +183,20 @@ enum mr_hs_restart mr_hs_restart_check(struct mr_hs *hs, u64 now, u64 last_rx_ns
 	return MR_HS_RESTART_WAIT;
 }
 
+u32 mr_pmtu_offer(u32 frame_mtu, u32 ip_hdr_len, u32 max_pmtu)
+{
+	u32 over = ip_hdr_len + MR_UDP_HDR_LEN + MR_MAX_HDR_STACK;
+	u32 fit;
+
+	if (frame_mtu < over + MR_MIN_PMTU)
+		return MR_MIN_PMTU;
+	fit = frame_mtu - over;
+	fit -= fit % MR_PMTU_ALIGN;
+	if (max_pmtu < fit)
+		fit = max_pmtu - max_pmtu % MR_PMTU_ALIGN;
+	return fit < MR_MIN_PMTU ? MR_MIN_PMTU : fit;
+}
+
 bool mr_hs_we_ask(const u8 *laddr, const u8 *raddr)
 {
 	u32 i;

@@ -110,6 +110,14 @@ enum mr_hs_idle_verdict {
 void mr_hs_local_defaults(struct mr_hs_local *l, u64 incarnation);
 
 /*
+ * [MR-CONN-6] the pmtu an endpoint offers: what a frame of frame_mtu bytes
+ * (the IP MTU) carries after an IP header of ip_hdr_len bytes, UDP (8) and
+ * the largest header stack (MR_MAX_HDR_STACK), rounded down to a multiple of
+ * MR_PMTU_ALIGN; at least MR_MIN_PMTU, at most max_pmtu.
+ */
+u32 mr_pmtu_offer(u32 frame_mtu, u32 ip_hdr_len, u32 max_pmtu);
+
+/*
  * [MR-CONN-12] whether we send CONNECT_REQ: our address (16 bytes, IPv4 as its
  * v4-mapped IPv6 address) is the lower one.  The other side waits MR_CONN_WAIT.
  */

@@ -31,6 +31,7 @@
 #define MR_MIN_PMTU		256	/* [MR-CONN-6] */
 #define MR_PMTU_ALIGN		64	/* [MR-CONN-6] a connection's pmtu is a multiple of it */
 #define MR_MAX_HDR_STACK	64	/* the largest headers of a data or atomic packet */
+#define MR_UDP_HDR_LEN		8	/* the UDP header in front of ours */
 #define MR_DEFAULT_PATHS	8
 #define MR_SACK_BITS		256
 #define MR_SACK_WORDS		(MR_SACK_BITS / 32)

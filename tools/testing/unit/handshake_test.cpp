@@ -480,6 +480,33 @@ TEST(Handshake, PmtuIsAMultipleOf64_MR_CONN_6)
 	EXPECT_EQ(lens, (std::vector<u32>{ 1408, 1408, 184 }));
 }
 
+// [MR-CONN-6] what an endpoint offers: a frame's bytes after the IP header of the
+// connection's family, UDP and 64 bytes of headers, in steps of 64. At 1500 that is
+// 1408 over IPv4 (1500 - 20 - 8 - 64 = 1408) and 1344 over IPv6 (1500 - 40 - 8 - 64 =
+// 1388, rounded down); never under 256 however small the frame, never over the cap.
+TEST(Handshake, PmtuOfferFillsTheFrame_MR_CONN_6)
+{
+	struct Case {
+		u32 mtu, iph, cap, want;
+	};
+	const Case cases[] = {
+		{ 1500, 20, 4096, 1408 }, { 1500, 40, 4096, 1344 },
+		{ 9000, 20, 4096, 4096 }, { 9000, 40, 16384, 8832 },
+		{ 4200, 20, 4096, 4096 }, { 4180, 20, 4096, 4032 },
+		{ 1280, 40, 4096, 1152 }, { 576, 20, 4096, 448 },
+		{ 348, 20, 4096, 256 }, { 347, 20, 4096, 256 }, { 68, 20, 4096, 256 },
+		{ 1500, 20, 1000, 960 }, { 1500, 20, 100, 256 },
+	};
+	for (const Case &c : cases) {
+		u32 got = mr_pmtu_offer(c.mtu, c.iph, c.cap);
+		EXPECT_EQ(got, c.want) << "mtu " << c.mtu << " ip header " << c.iph << " cap " << c.cap;
+		EXPECT_EQ(got % MR_PMTU_ALIGN, 0u);
+		if (c.mtu >= c.iph + 8 + MR_MAX_HDR_STACK + MR_MIN_PMTU) {
+			EXPECT_LE(got + c.iph + 8 + MR_MAX_HDR_STACK, c.mtu) << "the frame overflows";
+		}
+	}
+}
+
 // [MR-CONN-13] a connection to our own address is its own peer: up at once with no
 // CONNECT_REQ, one conn_id and PSN for both directions; its packets, fed back into it,
 // reach the partner QP's stream (streams are addressed by QP number), and its ACKs
