@@ -28,7 +28,9 @@
 # and the run's wall time as "bpf wall_ms"; the clock is the guest's, whose bias under
 # TCG is the same for every function, so compare the functions' shares.  Under TCG each
 # probed call costs 4-5 us of probe: a leaf's per-call time is mostly that, and a
-# caller's exclusive time holds that of every probed call inside it; the counts are exact).
+# caller's exclusive time holds that of every probed call inside it; the counts are exact;
+# BPF may also be the list of functions to probe, "module:function ...", for every
+# transport run: fewer probes distort the callers less).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -41,6 +43,11 @@ size=${6:-65536}
 depth=${7:-16}
 pkt_trace=${8:-0}
 use_bpf=${9:-0}
+bpf_list=
+case $use_bpf in
+0 | 1) ;;
+*) bpf_list=$use_bpf use_bpf=1 ;;
+esac
 # On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
 nd=eth0 addr=${MR_ADDR%/*}
 if [ "${MR_LINKS:-0}" != 0 ]; then
@@ -126,7 +133,7 @@ for t in $transports; do
 	bpf_pid=
 	if [ "$use_bpf" = 1 ]; then
 		# shellcheck disable=SC2086
-		bpf_program ${bpf_funcs[$t]} >"/tmp/bpf-$t.bt"
+		bpf_program ${bpf_list:-${bpf_funcs[$t]}} >"/tmp/bpf-$t.bt"
 		bpftrace "/tmp/bpf-$t.bt" >"/tmp/bpf-$t.out" 2>"/tmp/bpf-$t.err" &
 		bpf_pid=$!
 		# Compiling and attaching takes a while under TCG: the run starts after.

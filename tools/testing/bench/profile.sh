@@ -4,7 +4,9 @@
 # [PROFILE_MODPARAMS="tx_gso=0"] [PROFILE_LINKS=8 [PROFILE_NETEM="loss 1%"]]
 # [PROFILE_SIZE=64 PROFILE_DEPTH=1] (the latency run: p50, p99 and max are printed)
 # [PROFILE_TRACE=1] (every MetaRoCE packet of both sides, "TRACE" lines in the output file)
-# [PROFILE_BPF=1] (time per function on both sides, from bpftrace's kfunc probes, "bpf" lines):
+# [PROFILE_BPF=1] (time per function on both sides, from bpftrace's kfunc probes, "bpf" lines;
+# or PROFILE_BPF="metaroce:metaroce_conn_tx_work vmlinux:ip_forward": only these, for each
+# transport run, so with PROFILE_TRANSPORTS=metaroce for metaroce's functions):
 # one bulk RDMA Write run per transport between two guests on one wire, or on the
 # bench's ECMP fabric of PROFILE_LINKS links with PROFILE_NETEM on each (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
 # MetaRoCE's counters and the ratios MetaRoCE / rxe.  host_cpu_ms_per_MB is the
