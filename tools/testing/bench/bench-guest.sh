@@ -36,6 +36,19 @@ perftest=" ${2:-} "
 trace=${5:-0}	# 1: trace the paths of MetaRoCE's failure runs (trace_paths)
 scenarios=" ${3:-loss multipath failure incast manyqp perftest} "
 want() { [[ "$scenarios" == *" $1 "* ]]; }
+# The items in turn, reversed in every second repetition: the host's load drifts over
+# minutes, and runs compared in a ratio (a loss level against lossless, MetaRoCE against
+# rxe) would otherwise meet that drift in the same order every time.
+in_turn() { # rep item...
+	local rep=$1 i
+	shift
+	if ((rep % 2)); then
+		echo "$@"
+	else
+		for ((i = $#; i >= 1; i--)); do echo -n "${!i} "; done
+		echo
+	fi
+}
 # perftest on MetaRoCE loads our provider (bench.sh built it).
 if [[ "$perftest" == *" metaroce "* ]] || want perftest; then use_provider; fi
 
@@ -264,11 +277,12 @@ say "guests ready: $links fabric links, $reps repetition(s), $dur s per goodput 
 if want loss; then
 # ---- 1. loss sweep: every link, every transport, interleaved ----
 for ((rep = 1; rep <= reps; rep++)); do
-	for loss in "${losses[@]}"; do
+	for loss in $(in_turn "$rep" "${losses[@]}"); do
 		shape_all "loss $loss%"
-		for t in metaroce rxe; do rdma_bw loss "$t" "$loss" "$rep"; done
-		tcp_bw loss "$loss" "$rep"
-		for t in metaroce rxe; do rdma_lat loss "$t" "$loss" "$rep"; done
+		for t in $(in_turn "$rep" metaroce rxe tcp); do
+			if [ "$t" = tcp ]; then tcp_bw loss "$loss" "$rep"; else rdma_bw loss "$t" "$loss" "$rep"; fi
+		done
+		for t in $(in_turn "$rep" metaroce rxe); do rdma_lat loss "$t" "$loss" "$rep"; done
 	done
 done
 
@@ -581,10 +595,10 @@ if want perftest; then
 # Verbs providers (ours and rdma-core's rxe), the route on link 1 only, loss on it ----
 fabric_use 1
 for ((rep = 1; rep <= reps; rep++)); do
-	for loss in "${pt_losses[@]}"; do
+	for loss in $(in_turn "$rep" "${pt_losses[@]}"); do
 		shape_all "loss $loss%"
 		for op in write send read; do
-			for t in metaroce rxe; do
+			for t in $(in_turn "$rep" metaroce rxe); do
 				rdma_bw "pt_$op" "$t" "$loss" "$rep" "ib_${op}_bw"
 			done
 		done

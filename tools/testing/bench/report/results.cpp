@@ -123,6 +123,10 @@ std::vector<std::string> Results::params(const std::string &scenario) const
 	for (const auto &r : rows_)
 		if (r.scenario == scenario)
 			add_unique(out, r.param);
+	// Numbers (loss %, links, QPs) in ascending order: repetitions may run them in
+	// another order (make bench reverses every second one).
+	if (std::ranges::all_of(out, [](const std::string &p) { return number<double>(p).has_value(); }))
+		std::ranges::sort(out, {}, [](const std::string &p) { return *number<double>(p); });
 	return out;
 }
 

@@ -41,7 +41,8 @@ public:
 	// Sum over repetitions (e.g. error counts).
 	double total(const std::string &scenario, const std::string &transport,
 		     const std::string &param, const std::string &metric) const;
-	// Distinct params (or transports) of a scenario, in the order first seen.
+	// Distinct params of a scenario: by value if all are numbers, else in the order
+	// first seen; transports in the order first seen.
 	std::vector<std::string> params(const std::string &scenario) const;
 	std::vector<std::string> transports(const std::string &scenario) const;
 	// A time series: param is the time in ms (rep 0: every repetition).

@@ -75,6 +75,24 @@ TEST(Results, MedianOverRepetitionsAndFirstSeenOrder)
 	EXPECT_FALSE(r.median("loss", "tcp", "0", "goodput_MBps"));
 }
 
+// make bench runs every second repetition's loss levels in reverse (host drift must not
+// favour one level): the tables still list them by value, and text params as first seen.
+TEST(Results, NumericParamsAreOrderedByValue)
+{
+	std::vector<std::string> errors;
+	auto r = parse(line("pt_write", "metaroce", "10", 2, "goodput_MBps", "1") +
+			       line("pt_write", "metaroce", "1", 2, "goodput_MBps", "2") +
+			       line("pt_write", "metaroce", "0.5", 2, "goodput_MBps", "2") +
+			       line("pt_write", "metaroce", "0", 2, "goodput_MBps", "3") +
+			       line("other", "metaroce", "b", 1, "goodput_MBps", "1") +
+			       line("other", "metaroce", "a", 1, "goodput_MBps", "1") +
+			       line("other", "metaroce", "2", 1, "goodput_MBps", "1"),
+		       errors);
+	EXPECT_TRUE(errors.empty());
+	EXPECT_EQ(r.params("pt_write"), (std::vector<std::string>{"0", "0.5", "1", "10"}));
+	EXPECT_EQ(r.params("other"), (std::vector<std::string>{"b", "a", "2"}));
+}
+
 TEST(Results, TimeSeriesAreSortedByTime)
 {
 	std::vector<std::string> errors;
