@@ -142,14 +142,13 @@ check_ktraffic "METAROCE: inline Sends and Writes (source overwritten after post
 # tx_gso=1 (experimental, off by default): a path's burst leaves as one UDP GSO
 # skb.  The veth carries it whole, so the receiver takes it as one merged skb
 # (rx_gso_skbs) and walks it packet by packet.  Every byte must still arrive.
-gso_tx() { echo $(($(hw_counter mr0 tx_gso_skbs) + $(hw_counter mr1 tx_gso_skbs))); }
-gso_rx() { echo $(($(hw_counter mr0 rx_gso_skbs) + $(hw_counter mr1 rx_gso_skbs))); }
-tx0=$(gso_tx) rx0=$(gso_rx)
+both() { echo $(($(hw_counter mr0 "$1") + $(hw_counter mr1 "$1"))); } # counter of mr0 + mr1
+tx0=$(both tx_gso_skbs) rx0=$(both rx_gso_skbs)
 echo 1 >/sys/module/metaroce/parameters/tx_gso
 check_ktraffic "METAROCE with tx_gso=1: Sends, Writes and Reads, 64 KiB + 1" "${mr[@]}" \
 	ops=send,write,read size=65537 count=60 depth=4
 echo 0 >/sys/module/metaroce/parameters/tx_gso
-tx1=$(gso_tx) rx1=$(gso_rx)
+tx1=$(both tx_gso_skbs) rx1=$(both rx_gso_skbs)
 check "tx_gso=1 sent GSO skbs ($tx0 -> $tx1)" test "$tx1" -gt "$tx0"
 check "and the receiver took them whole ($rx0 -> $rx1)" test "$rx1" -gt "$rx0"
 # [MR-CONN-13] QPs of one device connected to each other, every op, as on rxe above.
