@@ -45,8 +45,9 @@
  * 1408 bytes in a 1500-byte frame over IPv4, 1344 over IPv6, where the IB MTU
  * is 1024), at most METAROCE_MAX_WIRE_PMTU (one page per packet at most).
  */
-#define METAROCE_MAX_OVERHEAD		\
-	((int)(sizeof(struct ipv6hdr) + MR_UDP_HDR_LEN + MR_MAX_HDR_STACK))
+#define METAROCE_MAX_OVERHEAD		112
+static_assert(sizeof(struct ipv6hdr) + MR_UDP_HDR_LEN + MR_MAX_HDR_STACK == METAROCE_MAX_OVERHEAD,
+	      "the overhead is the terms mr_pmtu_offer() adds, for IPv6");
 #define METAROCE_MAX_WIRE_PMTU		4096
 
 /* Room for IP, UDP and link headers in front of ours in every skb we build. */

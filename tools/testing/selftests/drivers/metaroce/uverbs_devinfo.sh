@@ -13,8 +13,11 @@ use_provider
 ok "rdma-core provider built"
 
 # Constants the kernel reports, read from where they are defined.
-hdr_const() { # file NAME
-	printf '%d' "$(awk -v n="$2" '$1 == "#define" && $2 == n { print $3; exit }' "$top/$1")"
+hdr_const() { # file NAME: a literal number, or the test stops (a 0 would pass checks it must not)
+	local v
+	v=$(awk -v n="$2" '$1 == "#define" && $2 == n { print $3; exit }' "$top/$1")
+	[[ $v =~ ^(0x[0-9a-fA-F]+|[0-9]+)$ ]] || { echo "FAIL: $2 in $1 is not a literal number: '$v'" >&2; exit 1; }
+	printf '%d' "$v"
 }
 kconst() { hdr_const drivers/metaroce/metaroce.h "$1"; }
 
@@ -99,7 +102,7 @@ check "GID of 198.18.3.1 (IPv4-mapped, RoCE v2)" \
 	grep -qE 'GID\[ *[0-9]+\]:[[:space:]]+::ffff:198\.18\.3\.1, RoCE v2$' <<<"$info"
 
 # -- active_mtu follows the netdev: the largest IB MTU that fits after our overhead
-overhead=$(kconst METAROCE_MAX_OVERHEAD)
+overhead=$(kconst METAROCE_MAX_OVERHEAD) || exit 1
 for pair in 1500:"1024 (3)" 9000:"4096 (5)" $((4096 + overhead - 1)):"2048 (4)" \
 	$((4096 + overhead)):"4096 (5)" 1500:"1024 (3)"; do
 	mtu=${pair%%:*}
