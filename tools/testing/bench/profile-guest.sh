@@ -18,6 +18,8 @@
 # PERF (0 or 1), MODPARAMS (metaroce's module parameters, e.g. "tx_gso=0"), NETEM
 # (on each fabric link when vm.sh made one: --links K), SIZE and DEPTH of the Writes
 # (default 65536 and 16; 64 and 1 profile the latency run: then p50/p99 are printed),
+# OP (mr_ktraffic's op, default write; read: b sends the data, a is the requester, and
+# the counters of each side are those of its role),
 # TRACE (1: every MetaRoCE packet each side sent and took in, from the metaroce_tx and
 # metaroce_rx tracepoints, printed after the run as
 #   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N len=N sport=N"),
@@ -43,6 +45,7 @@ size=${6:-65536}
 depth=${7:-16}
 pkt_trace=${8:-0}
 use_bpf=${9:-0}
+op=${10:-write}
 bpf_list=
 case $use_bpf in
 0 | 1) ;;
@@ -168,7 +171,7 @@ for t in $transports; do
 	else
 		sleep 1
 		out=$(kt_load dev_a="${dev[$t]}" role=client peer="$MR_PEER" timeout_ms=30000 \
-			ops=write size=$size depth=$depth ring=64 count=1000000 \
+			ops=$op size=$size depth=$depth ring=64 count=1000000 \
 			duration_ms=$((dur * 1000)))
 	fi
 	read -r b1 t1 <<<"$(cpu_times)"
@@ -220,12 +223,12 @@ for t in $transports; do
 	fi
 	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
 	if [ "$MR_ROLE" = a ]; then
-		bytes=$(sed -n 's/^mr_ktraffic: write count=.* bytes=\([0-9]*\) .*/\1/p' <<<"$out")
-		mbps=$(sed -n 's/^mr_ktraffic: write count=.* MBps=\([0-9.]*\) .*/\1/p' <<<"$out")
+		bytes=$(sed -n "s/^mr_ktraffic: $op count=.* bytes=\\([0-9]*\\) .*/\\1/p" <<<"$out")
+		mbps=$(sed -n "s/^mr_ktraffic: $op count=.* MBps=\\([0-9.]*\\) .*/\\1/p" <<<"$out")
 		echo "$out" | grep -q 'PASS' || echo "# $t: the run failed: $out"
 		pair_tell "bytes$step" "${bytes:-0}"
 		say "$t a goodput_MBps ${mbps:-0}"
-		lat=$(sed -n 's/^mr_ktraffic: write latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
+		lat=$(sed -n 's/^mr_ktraffic: '"$op"' latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
 		if [ -n "$lat" ]; then
 			read -r p50 p99 pmax <<<"$lat"
 			say "$t a write_p50_us $p50"

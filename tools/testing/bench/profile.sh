@@ -3,6 +3,7 @@
 # make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]
 # [PROFILE_MODPARAMS="tx_gso=0"] [PROFILE_LINKS=8 [PROFILE_NETEM="loss 1%"]]
 # [PROFILE_SIZE=64 PROFILE_DEPTH=1] (the latency run: p50, p99 and max are printed)
+# [PROFILE_OP=read] (mr_ktraffic's op instead of write: for a read the server b sends the data)
 # [PROFILE_TRACE=1] (every MetaRoCE packet of both sides, "TRACE" lines in the output file)
 # [PROFILE_BPF=1] (time per function on both sides, from bpftrace's kfunc probes, "bpf" lines;
 # or PROFILE_BPF="metaroce:metaroce_conn_tx_work vmlinux:ip_forward": only these, for each
@@ -27,7 +28,7 @@ out=$top/build/profile/$(date -u +%Y%m%dT%H%M%SZ).txt
 links=${PROFILE_LINKS:-0}
 where="one wire"
 [ "$links" = 0 ] || where="$links fabric links${PROFILE_NETEM:+ with netem ${PROFILE_NETEM}}"
-echo "profile: two guests, $where; $((${PROFILE_SECONDS:-8} + 3)) s per transport and side"
+echo "profile: two guests, $where, ${PROFILE_OP:-write}s; $((${PROFILE_SECONDS:-8} + 3)) s per transport and side"
 linkopt=()
 [ "$links" = 0 ] || linkopt=(--links "$links")
 logs=$top/build/vm-logs
@@ -36,7 +37,7 @@ rm -f "$logs/profile-a.log" "$logs/profile-b.log"
 	"$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
 	"${PROFILE_MODPARAMS:-}" "${PROFILE_NETEM:-}" "${PROFILE_SIZE:-65536}" "${PROFILE_DEPTH:-16}" "${PROFILE_TRACE:-0}" \
-	"${PROFILE_BPF:-0}" \
+	"${PROFILE_BPF:-0}" "${PROFILE_OP:-write}" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)

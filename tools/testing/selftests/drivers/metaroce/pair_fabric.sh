@@ -3,7 +3,9 @@
 # vm: --pair --links 4 --timeout 600
 # Two guests joined by a 4-link ECMP fabric (vm.sh --links): the fabric routes
 # between the endpoints, and mr_ktraffic's two-host mode carries verified
-# Writes and Sends between them over MetaRoCE (sprayed over the links) and rxe.
+# Writes, Sends and Reads between them over MetaRoCE (sprayed over the links) and
+# rxe (a Read's every byte is checked at the client, which fills its buffer with
+# the complement of what the server's slot holds before each Read).
 . "$(dirname "$0")/lib.sh"
 
 check "peer endpoint reachable over the fabric" wait_for 20 ping -c 1 -W 1 "$MR_PEER_EP"
@@ -44,8 +46,10 @@ if [ "$MR_ROLE" = a ]; then	# the sender's data; b sends ACKs only
 	log "fabric links that carried MetaRoCE data: $used of 4"
 	check "MetaRoCE sprayed over at least 2 of 4 links ($used)" test "$used" -ge 2
 fi
+run "MetaRoCE read" mr0 read
 run "rxe write" rxe0 write
 run "rxe send" rxe0 send
+run "rxe read" rxe0 read
 
 # A client that finds no server fails cleanly.
 if [ "$MR_ROLE" = a ]; then

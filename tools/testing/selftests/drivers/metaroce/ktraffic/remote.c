@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Two-host runs: a client device Sends or Writes to a server's, set up over a kernel TCP socket. */
+/*
+ * Two-host runs: a client device Sends or Writes to a server's, or Reads from it, set up
+ * over a kernel TCP socket.
+ */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,12 +31,16 @@
  *   client -> server  done    (messages completed at the client)
  *   server -> client  result  (the server's verdict on the data it holds)
  * Both hosts run the same build; fields are little-endian all the same.
+ * A Read fetches ring slot msg % ring of the server, which holds slot's pattern of
+ * round MR_KT_READ_ROUND from setup on; the client checks every byte it read.
  */
 #define MR_KT_MAGIC	0x4d524b54	/* "MRKT" */
 #define MR_KT_VERSION	1
 #define MR_KT_OP_NAME	16
 /* Latency samples kept per run: enough for percentiles, bounded memory. */
 #define MR_KT_MAX_SAMPLES	BIT(20)
+/* The pattern round of the server's slots that Reads fetch (Sends and Writes use 0). */
+#define MR_KT_READ_ROUND	1
 
 struct mr_kt_wire_hello {
 	__le32 magic;
@@ -188,6 +195,12 @@ struct mr_kt_client {
 	char why[MR_KT_WHY_LEN];
 };
 
+/* What a Read of message msg finds: its ring slot's pattern on the server. */
+static u64 mr_kt_read_seed(const struct mr_kt_client *c, u32 msg)
+{
+	return mr_kt_msg_seed(c->run->salt, MR_KT_READ_ROUND, msg % c->ring);
+}
+
 static int mr_kt_client_post(struct mr_kt_client *c)
 {
 	struct mr_kt_run *run = c->run;
@@ -209,9 +222,12 @@ static int mr_kt_client_post(struct mr_kt_client *c)
 	};
 	int err;
 
-	mr_kt_fill(&a->slots[slot], run->size, mr_kt_msg_seed(run->salt, 0, msg), 0);
+	if (c->op->kind == MR_KT_READ)	/* the complement: a byte not read stays wrong */
+		mr_kt_fill(&a->slots[slot], run->size, mr_kt_read_seed(c, msg), ~0ULL);
+	else
+		mr_kt_fill(&a->slots[slot], run->size, mr_kt_msg_seed(run->salt, 0, msg), 0);
 	ib_dma_sync_single_for_device(a->dev, a->slots[slot].dma, run->size, DMA_BIDIRECTIONAL);
-	if (c->op->kind == MR_KT_WRITE) {
+	if (c->op->kind == MR_KT_WRITE || c->op->kind == MR_KT_READ) {
 		wr.remote_addr = c->remote[msg % c->ring];
 		wr.rkey = c->rkey;
 	}
@@ -241,6 +257,23 @@ static void mr_kt_client_complete(struct mr_kt_client *c, const struct ib_wc *wc
 			 msg, wc->opcode, c->op->wc_opcode);
 	if (c->why[0])
 		return;
+	if (c->op->kind == MR_KT_READ) {
+		struct mr_kt_end *a = &c->run->a;
+		u64 seed = mr_kt_read_seed(c, msg);
+		long off;
+
+		ib_dma_sync_single_for_cpu(a->dev, a->slots[slot].dma, c->run->size,
+					   DMA_BIDIRECTIONAL);
+		off = mr_kt_mismatch(&a->slots[slot], c->run->size, seed);
+		if (off >= 0) {
+			u8 got = ((u8 *)a->slots[slot].cpu)[off];
+
+			snprintf(c->why, sizeof(c->why),
+				 "A: Read %u byte %ld of %u is %#04x, not %#04x", msg, off,
+				 c->run->size, got, mr_kt_byte(seed, off));
+			return;
+		}
+	}
 	if (c->samples < MR_KT_MAX_SAMPLES)
 		c->lat_ns[c->samples++] = min_t(s64, U32_MAX,
 						ktime_to_ns(ktime_sub(now, c->posted_at[slot])));
@@ -557,7 +590,7 @@ static int mr_kt_server_serve(struct mr_kt_server *s, struct socket *sock)
 		}
 	}
 	verified = s->received;
-	if (!s->why[0] && s->op->kind != MR_KT_SEND)
+	if (!s->why[0] && s->op->kind == MR_KT_WRITE)
 		verified = mr_kt_server_verify_ring(s, messages);
 	pr_info("%sserver %s messages=%u verified=%u %s%s\n", run->tag, s->op->name,
 		messages == U32_MAX ? 0 : messages, verified, s->why[0] ? "FAIL " : "PASS", s->why);
@@ -582,8 +615,8 @@ static int mr_kt_server_setup(struct mr_kt_server *s, const struct mr_kt_wire_he
 		return -EPROTO;
 	}
 	s->op = mr_kt_op_find(hello->op);
-	if (!s->op || (s->op->kind != MR_KT_SEND && s->op->kind != MR_KT_WRITE) || s->op->imm) {
-		snprintf(s->why, sizeof(s->why), "control: op '%.15s' is not send or write",
+	if (!s->op || s->op->kind == MR_KT_ATOMIC || s->op->imm) {
+		snprintf(s->why, sizeof(s->why), "control: op '%.15s' is not send, write or read",
 			 hello->op);
 		return -EOPNOTSUPP;
 	}
@@ -601,7 +634,12 @@ static int mr_kt_server_setup(struct mr_kt_server *s, const struct mr_kt_wire_he
 	if (mr_kt_end_open(run, b, run->dev_name) || mr_kt_qp_create(run, b, s->why))
 		return -EIO;
 	for (msg = 0; msg < run->depth; msg++) {
-		mr_kt_fill(&b->slots[msg], run->size, mr_kt_msg_seed(run->salt, 0, msg), ~0ULL);
+		if (s->op->kind == MR_KT_READ)
+			mr_kt_fill(&b->slots[msg], run->size,
+				   mr_kt_msg_seed(run->salt, MR_KT_READ_ROUND, msg), 0);
+		else
+			mr_kt_fill(&b->slots[msg], run->size, mr_kt_msg_seed(run->salt, 0, msg),
+				   ~0ULL);
 		ib_dma_sync_single_for_device(b->dev, b->slots[msg].dma, run->size,
 					      DMA_BIDIRECTIONAL);
 	}
@@ -818,8 +856,8 @@ int mr_kt_remote_run(struct mr_kt_run *run, const struct mr_kt_op *op)
 	run->tag = "";
 	if (run->role == MR_KT_SERVER)
 		return mr_kt_server_run(run);
-	if ((op->kind != MR_KT_SEND && op->kind != MR_KT_WRITE) || op->imm) {
-		pr_err("two-host runs carry send and write only, not %s\n", op->name);
+	if (op->kind == MR_KT_ATOMIC || op->imm) {
+		pr_err("two-host runs carry send, write and read only, not %s\n", op->name);
 		return -EINVAL;
 	}
 	list = kstrdup(run->dev_name, GFP_KERNEL);
