@@ -22,7 +22,7 @@
 # the counters of each side are those of its role),
 # TRACE (1: every MetaRoCE packet each side sent and took in, from the metaroce_tx and
 # metaroce_rx tracepoints, printed after the run as
-#   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N len=N sport=N"),
+#   "TRACE <role> <seconds> tx|rx op=0x.. flags=0x.. path=N psn=N msn=N off=N len=N sport=N"),
 # BPF (1: the time spent in each of the transport's main functions, measured at their
 # entry and return with bpftrace's kfunc probes, inclusive and exclusive of the other
 # measured functions that run inside them, softirqs included; printed as
@@ -60,6 +60,9 @@ if [ "${MR_LINKS:-0}" != 0 ]; then
 	done
 fi
 declare -A dev=([metaroce]=mr0 [rxe]=rxe0)
+# The side whose paths carry the data: the path trace is taken there.
+sender=a
+[ "$op" = read ] && sender=b
 say() { echo "PROFILE $*"; }
 
 # The functions BPF=1 times, per transport: the receive and transmit entries, what
@@ -151,12 +154,12 @@ for t in $transports; do
 	# sender's windows, RTTs and RTOs as they were.  (A background sampler does not
 	# help: the guest's one vCPU runs no user task until the kernel's traffic stops.)
 	trace=
-	if [ "$t" = metaroce ] && { [ "$MR_ROLE" = a ] || [ "$pkt_trace" = 1 ]; }; then
+	if [ "$t" = metaroce ] && { [ "$MR_ROLE" = $sender ] || [ "$pkt_trace" = 1 ]; }; then
 		mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 		trace=/sys/kernel/tracing
 		echo 16384 >$trace/buffer_size_kb
 		echo >$trace/trace
-		[ "$MR_ROLE" = a ] && echo 1 >$trace/events/metaroce/metaroce_path/enable
+		[ "$MR_ROLE" = $sender ] && echo 1 >$trace/events/metaroce/metaroce_path/enable
 		if [ "$pkt_trace" = 1 ]; then
 			echo 1 >$trace/events/metaroce/metaroce_tx/enable
 			echo 1 >$trace/events/metaroce/metaroce_rx/enable
@@ -195,30 +198,30 @@ for t in $transports; do
 	if [ -n "$trace" ] && [ "$pkt_trace" = 1 ]; then
 		echo 0 >$trace/events/metaroce/metaroce_tx/enable
 		echo 0 >$trace/events/metaroce/metaroce_rx/enable
-		sed -n 's/.* \([0-9]*\.[0-9]*\): metaroce_\(tx\|rx\): [^ ]* \(op=[^ ]*\) \(flags=[^ ]*\) conn=[^ ]* \(path=[^ ]*\) \(psn=[^ ]*\) stream=[^ ]* \(msn=[^ ]*\) off=[^ ]* \(len=[^ ]*\) \(sport=[^ ]*\).*/TRACE '"$MR_ROLE"' \1 \2 \3 \4 \5 \6 \7 \8 \9/p' \
+		sed -n 's/.* \([0-9]*\.[0-9]*\): metaroce_\(tx\|rx\): [^ ]* \(op=[^ ]*\) \(flags=[^ ]*\) conn=[^ ]* \(path=[^ ]*\) \(psn=[^ ]*\) stream=[^ ]* \(msn=[^ ]* off=[^ ]*\) \(len=[^ ]*\) \(sport=[^ ]*\).*/TRACE '"$MR_ROLE"' \1 \2 \3 \4 \5 \6 \7 \8 \9/p' \
 			$trace/trace
 	fi
-	if [ -n "$trace" ] && [ "$MR_ROLE" = a ]; then
+	if [ -n "$trace" ] && [ "$MR_ROLE" = $sender ]; then
 		echo 0 >$trace/events/metaroce/metaroce_path/enable
 		# "... path=3 state=1 cwnd=16 outstanding=9 srtt_us=812 min_rtt_us=400 rto_us=..."
 		sed -n 's/.*metaroce_path: .* path=\([0-9]*\) state=\([0-9]*\) cwnd=\([0-9]*\) outstanding=\([0-9]*\) srtt_us=\([0-9]*\) min_rtt_us=\([0-9]*\) rto_us=\([0-9]*\) stall_floor_us=\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8/p' \
-			$trace/trace | awk -v t="$t" '
+			$trace/trace | awk -v t="$t" -v r="$MR_ROLE" '
 			{ n++; cw += $3; out += $4; srtt += $5; minr += $6; rto += $7; fl += $8
 			  if ($4 > maxout) maxout = $4
 			  pn[$1]++; pc[$1] += $3; po[$1] += $4; ps[$1] += $5; pm[$1] += $6 }
 			END {
-				if (!n) { print "# " t " a | path trace: no ACK traced"; exit }
-				printf "PROFILE %s a path_acks_traced %d\n", t, n
-				printf "PROFILE %s a path_mean_cwnd %.1f\n", t, cw / n
-				printf "PROFILE %s a path_mean_outstanding %.1f\n", t, out / n
-				printf "PROFILE %s a path_max_outstanding %d\n", t, maxout
-				printf "PROFILE %s a path_mean_srtt_us %.0f\n", t, srtt / n
-				printf "PROFILE %s a path_mean_min_rtt_us %.0f\n", t, minr / n
-				printf "PROFILE %s a path_mean_rto_us %.0f\n", t, rto / n
-				printf "PROFILE %s a path_mean_stall_floor_us %.0f\n", t, fl / n
+				if (!n) { print "# " t " " r " | path trace: no ACK traced"; exit }
+				printf "PROFILE %s %s path_acks_traced %d\n", t, r, n
+				printf "PROFILE %s %s path_mean_cwnd %.1f\n", t, r, cw / n
+				printf "PROFILE %s %s path_mean_outstanding %.1f\n", t, r, out / n
+				printf "PROFILE %s %s path_max_outstanding %d\n", t, r, maxout
+				printf "PROFILE %s %s path_mean_srtt_us %.0f\n", t, r, srtt / n
+				printf "PROFILE %s %s path_mean_min_rtt_us %.0f\n", t, r, minr / n
+				printf "PROFILE %s %s path_mean_rto_us %.0f\n", t, r, rto / n
+				printf "PROFILE %s %s path_mean_stall_floor_us %.0f\n", t, r, fl / n
 				for (p in pn)
-					printf "# %s a | path %s: %d ACKs, cwnd %.1f, outstanding %.1f, srtt %.0f us, min_rtt %.0f us\n",
-						t, p, pn[p], pc[p] / pn[p], po[p] / pn[p], ps[p] / pn[p], pm[p] / pn[p]
+					printf "# %s %s | path %s: %d ACKs, cwnd %.1f, outstanding %.1f, srtt %.0f us, min_rtt %.0f us\n",
+						t, r, p, pn[p], pc[p] / pn[p], po[p] / pn[p], ps[p] / pn[p], pm[p] / pn[p]
 			}'
 	fi
 	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
