@@ -2,6 +2,7 @@
 // Raw result lines in, grouped values and the goals out.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -79,14 +80,15 @@ TEST(Results, MedianOverRepetitionsAndFirstSeenOrder)
 // favour one level): the tables still list them by value, and text params as first seen.
 TEST(Results, NumericParamsAreOrderedByValue)
 {
+	// One goodput line per param, in the order given.
+	auto rows = [](const std::string &scenario, std::initializer_list<const char *> params) {
+		std::string out;
+		for (const char *p : params)
+			out += line(scenario, "metaroce", p, 2, "goodput_MBps", "1");
+		return out;
+	};
 	std::vector<std::string> errors;
-	auto r = parse(line("pt_write", "metaroce", "10", 2, "goodput_MBps", "1") +
-			       line("pt_write", "metaroce", "1", 2, "goodput_MBps", "2") +
-			       line("pt_write", "metaroce", "0.5", 2, "goodput_MBps", "2") +
-			       line("pt_write", "metaroce", "0", 2, "goodput_MBps", "3") +
-			       line("other", "metaroce", "b", 1, "goodput_MBps", "1") +
-			       line("other", "metaroce", "a", 1, "goodput_MBps", "1") +
-			       line("other", "metaroce", "2", 1, "goodput_MBps", "1"),
+	auto r = parse(rows("pt_write", {"10", "1", "0.5", "0"}) + rows("other", {"b", "a", "2"}),
 		       errors);
 	EXPECT_TRUE(errors.empty());
 	EXPECT_EQ(r.params("pt_write"), (std::vector<std::string>{"0", "0.5", "1", "10"}));
