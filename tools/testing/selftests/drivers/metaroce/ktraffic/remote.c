@@ -179,6 +179,24 @@ static void mr_kt_report_latency(const char *tag, const char *op, u32 *ns, u32 n
 		ns[n - 1] % 1000);
 }
 
+/*
+ * Checks the buffer of end's message msg against its pattern after the device's
+ * writes; on a mismatch, why names the first wrong byte.  True if every byte is right.
+ */
+static bool mr_kt_check_buf(struct mr_kt_end *end, struct mr_kt_buf *buf, u32 len, u64 seed,
+			    u32 msg, char *why, size_t why_len)
+{
+	long off;
+
+	ib_dma_sync_single_for_cpu(end->dev, buf->dma, len, DMA_BIDIRECTIONAL);
+	off = mr_kt_mismatch(buf, len, seed);
+	if (off < 0)
+		return true;
+	snprintf(why, why_len, "%s: message %u byte %ld of %u is %#04x, not %#04x", end->role,
+		 msg, off, len, ((u8 *)buf->cpu)[off], mr_kt_byte(seed, off));
+	return false;
+}
+
 /* ---- the client: end A ---- */
 
 struct mr_kt_client {
@@ -257,23 +275,10 @@ static void mr_kt_client_complete(struct mr_kt_client *c, const struct ib_wc *wc
 			 msg, wc->opcode, c->op->wc_opcode);
 	if (c->why[0])
 		return;
-	if (c->op->kind == MR_KT_READ) {
-		struct mr_kt_end *a = &c->run->a;
-		u64 seed = mr_kt_read_seed(c, msg);
-		long off;
-
-		ib_dma_sync_single_for_cpu(a->dev, a->slots[slot].dma, c->run->size,
-					   DMA_BIDIRECTIONAL);
-		off = mr_kt_mismatch(&a->slots[slot], c->run->size, seed);
-		if (off >= 0) {
-			u8 got = ((u8 *)a->slots[slot].cpu)[off];
-
-			snprintf(c->why, sizeof(c->why),
-				 "A: Read %u byte %ld of %u is %#04x, not %#04x", msg, off,
-				 c->run->size, got, mr_kt_byte(seed, off));
-			return;
-		}
-	}
+	if (c->op->kind == MR_KT_READ &&
+	    !mr_kt_check_buf(&c->run->a, &c->run->a.slots[slot], c->run->size,
+			     mr_kt_read_seed(c, msg), msg, c->why, sizeof(c->why)))
+		return;
 	if (c->samples < MR_KT_MAX_SAMPLES)
 		c->lat_ns[c->samples++] = min_t(s64, U32_MAX,
 						ktime_to_ns(ktime_sub(now, c->posted_at[slot])));
@@ -497,15 +502,9 @@ static void mr_kt_server_post_recv(struct mr_kt_server *s)
 static void mr_kt_server_verify(struct mr_kt_server *s, u32 msg)
 {
 	struct mr_kt_run *run = s->run;
-	struct mr_kt_buf *buf = &run->b.slots[msg % run->depth];
-	u64 seed = mr_kt_msg_seed(run->salt, 0, msg);
-	long off;
 
-	ib_dma_sync_single_for_cpu(run->b.dev, buf->dma, run->size, DMA_BIDIRECTIONAL);
-	off = mr_kt_mismatch(buf, run->size, seed);
-	if (off >= 0)
-		snprintf(s->why, sizeof(s->why), "B: message %u byte %ld of %u is %#04x, not %#04x",
-			 msg, off, run->size, ((u8 *)buf->cpu)[off], mr_kt_byte(seed, off));
+	mr_kt_check_buf(&run->b, &run->b.slots[msg % run->depth], run->size,
+			mr_kt_msg_seed(run->salt, 0, msg), msg, s->why, sizeof(s->why));
 }
 
 static void mr_kt_server_complete(struct mr_kt_server *s, const struct ib_wc *wc)
