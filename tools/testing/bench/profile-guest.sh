@@ -234,9 +234,9 @@ for t in $transports; do
 		lat=$(sed -n 's/^mr_ktraffic: '"$op"' latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
 		if [ -n "$lat" ]; then
 			read -r p50 p99 pmax <<<"$lat"
-			say "$t a write_p50_us $p50"
-			say "$t a write_p99_us $p99"
-			say "$t a write_max_us $pmax"
+			say "$t a ${op}_p50_us $p50"
+			say "$t a ${op}_p99_us $p99"
+			say "$t a ${op}_max_us $pmax"
 		fi
 	else
 		bytes=$(pair_hear "bytes$step" 60)
