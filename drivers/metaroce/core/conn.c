@@ -87,7 +87,7 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 		mr_tx_stream_error(ts, ts->msn_polled, MR_WC_WR_FLUSH_ERR);
 		/* Responses to the peer's Reads and atomics are not sent either. */
 		for (i = 0; i < MR_STREAM_MAX_MSGS; i++)
-			ts->resp[i].state = MR_MSG_FREE;
+			mr_tx_resp_set_state(ts, &ts->resp[i], MR_MSG_FREE);
 	}
 	if (rs->in_use && !rs->err) {
 		mr_rx_stream_error(rs, rs->msn_cum, nak_code);
@@ -395,11 +395,8 @@ bool mr_conn_quiescent(const struct mr_conn *c)
 		const struct mr_tx_stream *ts = c->tx[i];
 		const struct mr_rx_stream *rs = c->rx[i];
 
-		if (ts->in_use && ts->msn_polled != ts->next_msn)
+		if (ts->in_use && (ts->msn_polled != ts->next_msn || ts->resp_open))
 			return false;
-		for (msn = 0; ts->in_use && msn < MR_STREAM_MAX_MSGS; msn++)
-			if (ts->resp[msn].state == MR_MSG_OPEN)
-				return false;
 		if (!rs->in_use)
 			continue;
 		if (rs->msn_reported != rs->msn_cum || rs->nak_pending)

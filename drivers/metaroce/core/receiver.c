@@ -69,7 +69,8 @@ static void mr_rx_count(struct mr_sack_rx *s, const struct mr_pkt *pkt, bool ce)
  */
 static u8 mr_rx_execute(struct mr_conn *c, u32 slot, struct mr_rx_msg *m)
 {
-	struct mr_tx_msg *r = &c->tx[slot]->resp[m->msn % MR_STREAM_MAX_MSGS];
+	struct mr_tx_stream *ts = c->tx[slot];
+	struct mr_tx_msg *r = mr_tx_stream_resp(ts, m->msn);
 	bool read = m->opcode == MR_OP_READ_REQ;
 	struct mr_exec ex;
 	u8 code = 0;
@@ -90,7 +91,7 @@ static u8 mr_rx_execute(struct mr_conn *c, u32 slot, struct mr_rx_msg *m)
 	if (code)
 		return code;
 	memset(r, 0, sizeof(*r));
-	r->state = MR_MSG_OPEN;
+	mr_tx_resp_set_state(ts, r, MR_MSG_OPEN);
 	r->opcode = read ? MR_OP_READ_RESP : MR_OP_ATOMIC_RESP;
 	r->msn = m->msn;
 	r->len = read ? ex.len : 0;
@@ -123,12 +124,13 @@ static void mr_rx_advance(struct mr_conn *c, u32 slot)
 /* [MR-REL-12] a duplicate of an answered atomic is answered again from the cache. */
 static void mr_rx_replay(struct mr_conn *c, u32 slot, const struct mr_pkt *pkt)
 {
-	struct mr_tx_msg *r = &c->tx[slot]->resp[pkt->bth.msn % MR_STREAM_MAX_MSGS];
+	struct mr_tx_stream *ts = c->tx[slot];
+	struct mr_tx_msg *r = mr_tx_stream_resp(ts, pkt->bth.msn);
 
 	if (pkt->bth.opcode == MR_OP_READ_REQ || r->msn != pkt->bth.msn ||
 	    r->opcode != MR_OP_ATOMIC_RESP || r->state != MR_MSG_DONE)
 		return;
-	r->state = MR_MSG_OPEN;
+	mr_tx_resp_set_state(ts, r, MR_MSG_OPEN);
 	mr_tx_msg_restart(r, 0);
 }
 

@@ -23,7 +23,7 @@ static struct mr_tx_msg *mr_pick_msg(struct mr_conn *c, const struct mr_pick *p)
 {
 	struct mr_tx_stream *st = c->tx[p->slot];
 
-	return p->resp ? &st->resp[p->msn % MR_STREAM_MAX_MSGS] : mr_tx_stream_msg(st, p->msn);
+	return p->resp ? mr_tx_stream_resp(st, p->msn) : mr_tx_stream_msg(st, p->msn);
 }
 
 /* [MR-REL-11] one RTO of the path that delivered the message's last packet. */
@@ -101,6 +101,41 @@ static u32 mr_conn_window(const struct mr_conn *c)
  * probes come between the two. Changes nothing: also asks whether there is a packet to
  * send at all (the pacer, mr_conn_next_packet()).
  */
+/*
+ * The responder's half of mr_pick_packet() for one stream: only the responses it still
+ * owes, oldest MSN first (the requester completes them in that order). True for a
+ * retransmission, which goes first; otherwise fills *first_new if nothing has yet.
+ */
+static bool mr_pick_response(struct mr_conn *c, u32 slot, struct mr_pick *first_new,
+			     bool *have_new)
+{
+	struct mr_tx_stream *st = c->tx[slot];
+	u32 oldest = c->rx[slot]->msn_cum % MR_STREAM_MAX_MSGS;
+	u64 open = st->resp_open;
+
+	/* responses are for the MR_STREAM_MAX_MSGS MSNs before msn_cum: start at its slot */
+	if (oldest)
+		open = (open >> oldest) | (open << (MR_STREAM_MAX_MSGS - oldest));
+	while (open) {
+		u32 i = (oldest + (u32)__builtin_ctzll(open)) % MR_STREAM_MAX_MSGS;
+		struct mr_tx_msg *r = &st->resp[i];
+		bool retx = false;
+		u32 idx;
+
+		open &= open - 1;
+		if (!mr_tx_msg_next_index(r, &idx, &retx))
+			continue;
+		if (retx || !*have_new) {
+			*first_new = mr_make_pick(slot, r->msn, idx, retx, false);
+			first_new->resp = true;
+			*have_new = true;
+		}
+		if (retx)
+			return true;
+	}
+	return false;
+}
+
 static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 {
 	bool have_new = false, have_probe = false;
@@ -115,7 +150,7 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 			continue;
 		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
 			struct mr_tx_msg *m = mr_tx_stream_msg(st, msn);
-			bool retx = false;
+			bool retx = false, untouched;
 			u32 idx;
 
 			if (m->state != MR_MSG_OPEN || m->msn != msn)
@@ -126,6 +161,7 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 				break;
 			if (now < m->rnr_until_ns)
 				continue;
+			untouched = mr_tx_msg_untouched(m);
 			if (mr_tx_msg_next_index(m, &idx, &retx)) {
 				if (retx) {
 					*pick = mr_make_pick(slot, msn, idx, true, false);
@@ -140,23 +176,13 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 				first_probe = mr_make_pick(slot, msn, m->npkts - 1, true, true);
 				have_probe = true;
 			}
+			/* the rest of the stream is untouched too: nothing to resend or probe */
+			if (untouched)
+				break;
 		}
-		for (msn = 0; msn < MR_STREAM_MAX_MSGS; msn++) {
-			struct mr_tx_msg *r = &st->resp[msn];
-			bool retx = false;
-			u32 idx;
-
-			if (r->state != MR_MSG_OPEN || !mr_tx_msg_next_index(r, &idx, &retx))
-				continue;
-			if (retx || !have_new) {
-				first_new = mr_make_pick(slot, r->msn, idx, retx, false);
-				first_new.resp = true;
-				have_new = true;
-			}
-			if (retx) {
-				*pick = first_new;
-				return true;
-			}
+		if (mr_pick_response(c, slot, &first_new, &have_new)) {
+			*pick = first_new;
+			return true;
 		}
 	}
 	if (have_probe) {
@@ -337,7 +363,7 @@ void mr_conn_challenge(struct mr_conn *c)
 /* Nothing in flight and nothing the sender still owes: every message acknowledged. */
 static bool mr_conn_tx_idle(const struct mr_conn *c)
 {
-	u32 i, m;
+	u32 i;
 
 	if (mr_conn_outstanding(c))
 		return false;
@@ -346,11 +372,8 @@ static bool mr_conn_tx_idle(const struct mr_conn *c)
 
 		if (!st->in_use)
 			continue;
-		if (st->msn_acked != st->next_msn)
+		if (st->msn_acked != st->next_msn || st->resp_open)
 			return false;
-		for (m = 0; m < MR_STREAM_MAX_MSGS; m++)
-			if (st->resp[m].state == MR_MSG_OPEN)
-				return false;
 	}
 	return true;
 }
@@ -601,8 +624,8 @@ static void mr_retire(struct mr_conn *c, struct mr_path_tx *tp, u32 path, struct
 	}
 	if (mr_tx_msg_on_delivered(m, rec->pkt_idx, now)) {
 		m->probe_path = (u8)path;
-		if (rec->resp)
-			m->state = MR_MSG_DONE;	/* kept for the replay cache */
+		if (rec->resp)	/* kept for the replay cache */
+			mr_tx_resp_set_state(c->tx[rec->stream_slot], m, MR_MSG_DONE);
 	}
 }
 
@@ -1008,11 +1031,11 @@ void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code)
 
 	if (slot >= MR_CONN_STREAMS)
 		return;
-	r = &c->tx[slot]->resp[msn % MR_STREAM_MAX_MSGS];
+	r = mr_tx_stream_resp(c->tx[slot], msn);
 	st = c->rx[slot];
 	if (r->msn != msn || r->state != MR_MSG_OPEN)
 		return;
-	r->state = MR_MSG_DONE;
+	mr_tx_resp_set_state(c->tx[slot], r, MR_MSG_DONE);
 	r->round++;		/* its packets in flight no longer count */
 	if (!st->nak_pending) {
 		st->nak_code = code;
@@ -1062,6 +1085,8 @@ u64 mr_conn_sender_deadline(const struct mr_conn *c)
 			if (m->state != MR_MSG_OPEN || m->msn != msn ||
 			    mr_tx_stream_in_error(st, msn))
 				continue;
+			if (mr_tx_msg_untouched(m))
+				break;	/* and so is every later message: no wait, no probe */
 			if (m->rnr_until_ns)
 				send = mr_min_u64(send, m->rnr_until_ns);
 			else if (m->acked_count == m->npkts)

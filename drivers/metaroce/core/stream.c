@@ -65,6 +65,27 @@ struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn)
 	return &st->msg[msn % MR_STREAM_MAX_MSGS];
 }
 
+bool mr_tx_msg_untouched(const struct mr_tx_msg *m)
+{
+	return !m->next_new && !m->round && !m->rnr_until_ns;
+}
+
+struct mr_tx_msg *mr_tx_stream_resp(struct mr_tx_stream *st, u32 msn)
+{
+	return &st->resp[msn % MR_STREAM_MAX_MSGS];
+}
+
+void mr_tx_resp_set_state(struct mr_tx_stream *st, struct mr_tx_msg *r, u8 state)
+{
+	u64 bit = 1ULL << (r - st->resp);
+
+	r->state = state;
+	if (state == MR_MSG_OPEN)
+		st->resp_open |= bit;
+	else
+		st->resp_open &= ~bit;
+}
+
 bool mr_tx_msg_next_index(const struct mr_tx_msg *m, u32 *idx, bool *is_retx)
 {
 	u32 first_lost;

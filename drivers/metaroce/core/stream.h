@@ -59,9 +59,16 @@ struct mr_tx_stream {
 	u32 err_msn;
 	u32 min_rnr_us;
 	struct mr_tx_msg msg[MR_STREAM_MAX_MSGS];
-	/* Responder: READ_RESP and ATOMIC_RESP by msn % 16; also the replay cache. */
+	/*
+	 * Responder: READ_RESP and ATOMIC_RESP by msn % MR_STREAM_MAX_MSGS; also the
+	 * replay cache.  resp_open has bit i set while resp[i] is MR_MSG_OPEN, so the
+	 * sender visits only the responses it still owes.
+	 */
 	struct mr_tx_msg resp[MR_STREAM_MAX_MSGS];
+	u64 resp_open;
 };
+
+MR_STATIC_ASSERT(MR_STREAM_MAX_MSGS == 64, "resp_open is one bit per response slot");
 
 /* A message as its receiver tracks it: [MR-REL-7]. */
 struct mr_rx_msg {
@@ -130,6 +137,14 @@ bool mr_opcode_is_request(u8 opcode);
 bool mr_tx_msg_resp_done(const struct mr_tx_msg *m);
 /* [MR-NAK-4] start the message again from offset 0 after wait_ns. */
 void mr_tx_msg_restart(struct mr_tx_msg *m, u64 not_before_ns);
+/*
+ * Never sent and not restarted: as new data goes out in MSN order, no later message of
+ * the stream has been sent either.
+ */
+bool mr_tx_msg_untouched(const struct mr_tx_msg *m);
+/* Responder: the response slot for msn, and the only way to change a response's state. */
+struct mr_tx_msg *mr_tx_stream_resp(struct mr_tx_stream *st, u32 msn);
+void mr_tx_resp_set_state(struct mr_tx_stream *st, struct mr_tx_msg *r, u8 state);
 
 /* Receiver. */
 enum mr_rx_verdict {

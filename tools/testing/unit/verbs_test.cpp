@@ -442,6 +442,64 @@ TEST(Reliability, TailLossProbeResendsNewestPacketBeforeRto_MR_REL_6)
 	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), 2 * pto, &tlp)) << "one probe per silence";
 }
 
+// [MR-REL-9] [MR-VERBS-4] 64 Reads in flight on one stream: the responder executes them
+// all and sends its responses oldest MSN first, also when their slots wrap around (MSNs
+// 40..103), and the requester completes every one in order.
+TEST(Read, SixtyFourReadsInFlightAnsweredOldestFirst_MR_REL_9)
+{
+	Pair p;
+	for (u64 i = 0; i < 40; i++)
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 10, 0x1000, 1, i), 0);
+	p.Pump();
+	ASSERT_EQ(p.Poll(p.a.get()).size(), 40u);
+	const u32 len = 2 * p.a->cfg.pmtu;	// two READ_RESP packets each
+	for (u64 i = 0; i < 64; i++)
+		ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, len, 0x1000, 1, 100 + i), 0)
+			<< "Read " << i;
+	mr_tx_desc d;
+	mr_place pl;
+	mr_pkt ack;
+	std::vector<u8> payload(len);
+	int reqs = 0;
+	for (int round = 0; round < 100 && reqs < 64; round++) {	// B answers only ACKs
+		while (mr_conn_next_packet(p.a.get(), p.now, &d)) {
+			ASSERT_EQ(d.pkt.bth.opcode, MR_OP_READ_REQ);
+			mr_conn_receive(p.b.get(), p.now, &d.pkt, false, &pl);
+			reqs++;
+		}
+		while (mr_conn_next_ack(p.b.get(), p.now, &ack))
+			mr_conn_receive(p.a.get(), p.now, &ack, false, &pl);
+	}
+	ASSERT_EQ(reqs, 64) << "the requester holds Reads back";
+	EXPECT_EQ(p.b->rx[0]->msn_cum, 104u) << "the responder has not executed them all";
+	EXPECT_EQ(p.b->tx[0]->resp_open, ~0ULL);
+	std::vector<u32> first;	// the MSNs of B's responses, in the order it sends them
+	for (int round = 0; round < 1000 && p.b->tx[0]->resp_open; round++) {
+		while (mr_conn_next_packet(p.b.get(), p.now, &d)) {
+			ASSERT_EQ(d.pkt.bth.opcode, MR_OP_READ_RESP);
+			if (first.empty() || first.back() != d.pkt.bth.msn)
+				first.push_back(d.pkt.bth.msn);
+			d.pkt.payload = payload.data();
+			mr_conn_receive(p.a.get(), p.now, &d.pkt, false, &pl);
+		}
+		while (mr_conn_next_ack(p.a.get(), p.now, &ack))
+			mr_conn_receive(p.b.get(), p.now, &ack, false, &pl);
+	}
+	ASSERT_EQ(first.size(), 64u);
+	for (size_t i = 0; i < first.size(); i++)
+		EXPECT_EQ(first[i], 40 + i) << "response " << i << " is not the oldest owed";
+	p.Pump();
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 64u);
+	for (u32 i = 0; i < 64; i++) {
+		EXPECT_EQ(ca[i].opcode, MR_OP_READ_REQ);
+		EXPECT_EQ(ca[i].status, MR_WC_SUCCESS);
+		EXPECT_EQ(ca[i].cookie, 100u + i);
+	}
+	EXPECT_EQ(p.b->tx[0]->resp_open, 0u) << "every response is acknowledged";
+	EXPECT_TRUE(mr_conn_quiescent(p.a.get()));
+}
+
 // [MR-VERBS-5] a fenced WQE is not sent until the earlier Read has completed.
 TEST(Verbs, FenceWaitsForEarlierRead_MR_VERBS_5)
 {

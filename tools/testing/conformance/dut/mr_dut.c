@@ -320,7 +320,7 @@ static int mr_dut_cmd_qp(char **argv, int argc)
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
+		.cap = { .max_send_wr = 128, .max_recv_wr = 64, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
 	struct mr_dut_qp *q = NULL;

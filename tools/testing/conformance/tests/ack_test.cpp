@@ -251,11 +251,17 @@ TEST_F(AckTest, MR_VERBS_11_UnknownStreamAckedNotPlaced) {
   EXPECT_EQ(hex(mr_bytes(t_, 0, 8)), hex(pattern(8, 0)));
 }
 
-// [MR-REL-9]: an MSN 16 or more after msn_cum is dropped without acknowledgement.
+// [MR-REL-9]: the stream window is 64 MSNs from msn_cum: MSN msn_cum + 63 is placed and
+// acknowledged, MSN msn_cum + 64 is dropped without acknowledgement.
 TEST_F(AckTest, MR_REL_9_MsnOutsideWindowDropped) {
   CLAUSES("MR-REL-9 MR-SEC-3");
   const unsigned path = 5;
-  Packet w = P.write_pkt(t_.s, 16, t_.mr.va, t_.mr.rkey, 8, 0, pattern(8, 0x42));
+  Packet in = P.write_pkt(t_.s, 63, t_.mr.va + 8, t_.mr.rkey, 8, 0, pattern(8, 0x24));
+  in.bth.flags |= kAckReq;
+  P.send_seq(in, path);
+  expect_ack_matches_model(path, 300, "after a Write at MSN msn_cum + 63");
+  EXPECT_EQ(hex(mr_bytes(t_, 8, 8)), hex(pattern(8, 0x24))) << "MSN msn_cum + 63 not placed";
+  Packet w = P.write_pkt(t_.s, 64, t_.mr.va, t_.mr.rkey, 8, 0, pattern(8, 0x42));
   w.bth.flags |= kAckReq;
   w.bth.conn_id = P.dut_conn_id;
   w.bth.path_id = path;
@@ -263,7 +269,7 @@ TEST_F(AckTest, MR_REL_9_MsnOutsideWindowDropped) {
   P.send_raw(w.encode(), P.my_sport(path));
   expect_none([&](const Received &r) { return r.pkt.bth.opcode == kAck &&
                                               r.pkt.bth.path_id == path; }, 100,
-              "an ACK for MSN msn_cum + 16");
+              "an ACK for MSN msn_cum + 64");
   EXPECT_EQ(hex(mr_bytes(t_, 0, 8)), hex(pattern(8, 0)));
 }
 

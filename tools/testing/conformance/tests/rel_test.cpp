@@ -3,6 +3,7 @@
 // Reads) and as sender (exact retransmission, RTO, path failure).
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "suite.hpp"
 
@@ -384,6 +385,42 @@ TEST_F(RelTest, MR_VERBS_3_RequesterCompletesOnMsgAck) {
   P.send_msgack = true;
   std::string wc = wait_wc(s, 2000);
   EXPECT_NE(wc.find("status=0 opcode=0 "), std::string::npos) << "Send completion: " << wc;
+}
+
+// [MR-REL-9], [MR-REL-13]: the DUT's sender keeps at most 64 messages of a stream open.
+// We hold back every MSGACK while it has 72 Writes posted: MSNs 0..63 come, 64 and later
+// do not; once MSGACKs flow, the rest come and all 72 complete.
+TEST_F(RelTest, MR_REL_9_SenderKeepsSixtyFourMessagesOpen) {
+  CLAUSES("MR-REL-9 MR-REL-13 MR-VERBS-3");
+  Peer::Stream s = P.open_stream();
+  P.send_msgack = false;
+  const std::string q = std::to_string(s.qp);
+  const uint32_t n = 72;
+  for (uint32_t i = 0; i < n; i++)
+    P.dut.cmd("write " + q + " 0 8 " + std::to_string(0x1000 + 8 * i) + " 0x5");
+  auto msns_seen = [&] {
+    std::set<uint32_t> m;
+    for (const Received &r : P.seen_data)
+      if (r.pkt.bth.opcode == kWrite && r.pkt.bth.stream == s.my_qpn) m.insert(r.pkt.bth.msn);
+    return m;
+  };
+  P.pump(400);
+  std::set<uint32_t> before = msns_seen();
+  EXPECT_EQ(before.size(), 64u) << "MSNs 0..63 should all come while no MSGACK does";
+  ASSERT_FALSE(before.empty()) << "no Write came";
+  EXPECT_EQ(*before.rbegin(), 63u) << "an MSN beyond msn_acked + 63";
+  EXPECT_EQ(poll_dut(s, 0), "none\n") << "a Write completed without a MSGACK";
+  P.send_msgack = true;
+  std::string wcs;  // a poll takes every completion there is
+  auto count = [&](const std::string &what) {
+    size_t k = 0;
+    for (size_t at = wcs.find(what); at != std::string::npos; at = wcs.find(what, at + 1)) k++;
+    return k;
+  };
+  auto end = Clock::now() + std::chrono::seconds(10);
+  while (count("wc ") < n && Clock::now() < end) wcs += wait_wc(s, 1000);
+  EXPECT_EQ(count("status=0 opcode=1 "), n) << wcs;
+  EXPECT_EQ(msns_seen().size(), n);
 }
 
 // [MR-NAK-2], [MR-VERBS-8]: a fatal NAK completes the requester's WQE with its status and

@@ -85,8 +85,8 @@ done
 check_eq "max_mr_size" "0xffffffffffffffff" "$(devinfo mr0 max_mr_size)"
 # The kernel transport carries Reads and atomics, and fast registration.
 check_eq "atomic_cap" "ATOMIC_HCA (1)" "$(devinfo mr0 atomic_cap)"
-check_eq "max_qp_rd_atom" 16 "$(devinfo mr0 max_qp_rd_atom)"
-check_eq "max_qp_init_rd_atom" 16 "$(devinfo mr0 max_qp_init_rd_atom)"
+check_eq "max_qp_rd_atom" 64 "$(devinfo mr0 max_qp_rd_atom)"
+check_eq "max_qp_init_rd_atom" 64 "$(devinfo mr0 max_qp_init_rd_atom)"
 # What the device does, and nothing else (ib_user_verbs.h's IB_UVERBS_DEVICE_*):
 # CURR_QP_STATE_MOD 0x80 (uverbs_basic datapath), PORT_ACTIVE_EVENT 0x400 (below),
 # SYS_IMAGE_GUID 0x800, RC_RNR_NAK_GEN 0x1000 (uverbs_srq), MEM_MGT_EXTENSIONS
