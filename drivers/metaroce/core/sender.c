@@ -97,11 +97,6 @@ static u32 mr_conn_window(const struct mr_conn *c)
 }
 
 /*
- * [MR-REL-1] retransmissions before new data; [MR-CC-13] streams round-robin. Message
- * probes come between the two. Changes nothing: also asks whether there is a packet to
- * send at all (the pacer, mr_conn_next_packet()).
- */
-/*
  * The responder's half of mr_pick_packet() for one stream: only the responses it still
  * owes, oldest MSN first (the requester completes them in that order). True for a
  * retransmission, which goes first; otherwise fills *first_new if nothing has yet.
@@ -136,6 +131,11 @@ static bool mr_pick_response(struct mr_conn *c, u32 slot, struct mr_pick *first_
 	return false;
 }
 
+/*
+ * [MR-REL-1] retransmissions before new data; [MR-CC-13] streams round-robin. Message
+ * probes come between the two. Changes nothing: also asks whether there is a packet to
+ * send at all (the pacer, mr_conn_next_packet()).
+ */
 static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 {
 	bool have_new = false, have_probe = false;
