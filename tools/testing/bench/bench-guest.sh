@@ -108,14 +108,16 @@ run_details() {
 	fi
 	theirs=$(pair_hear "details$step" 60) || theirs=
 	mb=$(awk -v b="${5:-0}" 'BEGIN { printf "%.3f", b / 1e6 }')
-	awk -v m="$mb" 'BEGIN { exit !(m > 0) }' || return 0
 	# CPU ms per MB: busy share of the wall time, times the wall time, per MB.
 	per_mb() { awk -F, -v m="$mb" '{ if ($2 > 0) printf "%.1f", $1 / $2 * $3 / m }' <<<"$1"; }
-	emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_a "$(per_mb "$mine")"
-	if [ -n "$theirs" ]; then
-		emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_b "$(per_mb "$theirs")"
-		emit "$1" "$2" "$3" "$4" wire_pkts_per_MB "$(awk -F, -v a="${mine##*,}" -v m="$mb" \
-			'{ printf "%.0f", (a + $4) / m }' <<<"$theirs")"
+	# A run that moved nothing has no figures per MB, but its counters say why.
+	if awk -v m="$mb" 'BEGIN { exit !(m > 0) }'; then
+		emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_a "$(per_mb "$mine")"
+		if [ -n "$theirs" ]; then
+			emit "$1" "$2" "$3" "$4" cpu_ms_per_MB_b "$(per_mb "$theirs")"
+			emit "$1" "$2" "$3" "$4" wire_pkts_per_MB "$(awk -F, -v a="${mine##*,}" \
+				-v m="$mb" '{ printf "%.0f", (a + $4) / m }' <<<"$theirs")"
+		fi
 	fi
 	[ "$2" = metaroce ] || return 0
 	declare -A cnt
@@ -189,7 +191,8 @@ rdma_bw() {
 	fi
 	run_details "$1" "$2" "$3" "$4" "${bytes:-0}"
 	[ "$MR_ROLE" = a ] || return 0
-	[ "$err" = 0 ] || echo "$out" | sed 's/^/# bench:   /'
+	# perftest's own words when it failed or moved nothing in its whole run
+	[ "$err" = 0 ] && [ "${mbps:-0}" != 0.00 ] || echo "$out" | sed 's/^/# bench:   /'
 	emit "$1" "$2" "$3" "$4" goodput_MBps "${mbps:-0}"
 	emit "$1" "$2" "$3" "$4" errors "$err"
 	if [ "$err" = 0 ]; then
