@@ -7,7 +7,8 @@
 #
 # Arguments (from bench.sh): QUICK (1: the short version), PERFTEST (below),
 # SCENARIOS (default: "loss multipath failure incast manyqp perftest"), REPS
-# (repetitions of each run, if not the version's own).
+# (repetitions of each run, if not the version's own), TRACE (below), PT_OPS and
+# PT_LOSSES (the perftest scenario's operations and loss levels, if not all).
 #
 # RDMA traffic goes through rdma_bw/rdma_lat, which pick the tool per device:
 # mr_ktraffic's two-host mode, or perftest for a transport named in PERFTEST
@@ -35,6 +36,8 @@ mp_rate=2mbit
 perftest=" ${2:-} "
 trace=${5:-0}	# 1: trace the paths of MetaRoCE's failure runs (trace_paths)
 scenarios=" ${3:-loss multipath failure incast manyqp perftest} "
+read -ra pt_ops <<<"${6:-write send read}"
+[ -z "${7:-}" ] || read -ra pt_losses <<<"$7"
 want() { [[ "$scenarios" == *" $1 "* ]]; }
 # The items in turn, reversed in every second repetition: the host's load drifts over
 # minutes, and runs compared in a ratio (a loss level against lossless, MetaRoCE against
@@ -600,7 +603,7 @@ fabric_use 1
 for ((rep = 1; rep <= reps; rep++)); do
 	for loss in $(in_turn "$rep" "${pt_losses[@]}"); do
 		shape_all "loss $loss%"
-		for op in write send read; do
+		for op in "${pt_ops[@]}"; do
 			for t in $(in_turn "$rep" metaroce rxe); do
 				rdma_bw "pt_$op" "$t" "$loss" "$rep" "ib_${op}_bw"
 			done

@@ -11,6 +11,11 @@
 #   BENCH_SCENARIOS="loss failure"  a subset (default: all six: loss multipath
 #                         failure incast manyqp perftest)
 #   BENCH_REPS=3          repetitions of each run (default 5; QUICK: 1)
+#   BENCH_PT_OPS="write"  the perftest scenario's operations (default: write send read)
+#   BENCH_PT_LOSSES="1"   the perftest scenario's loss levels in % (default: 0 1 10);
+#                         with the two above, e.g. one case repeated to chase a rare
+#                         failure: BENCH_SCENARIOS=perftest BENCH_PT_OPS=write
+#                         BENCH_PT_LOSSES=1 BENCH_REPS=20 QUICK=1 make bench
 #   BENCH_TRACE=1         print each path's state, window, ACKs and RTO per 250 ms
 #                         of MetaRoCE's failure runs ("bench: trace" lines)
 #   BENCH_PUBLISH=1       copy the report to Documentation/metaroce/results.rst
@@ -55,7 +60,7 @@ echo "bench: booting two guests with 8 fabric links (TCG); the run takes $minute
 start=$SECONDS
 "$top/tools/testing/vm/vm.sh" --pair --links 8 --name "$name" --timeout "$timeout" \
 	"$here/bench-guest.sh" "$quick" "$perftest" "${BENCH_SCENARIOS:-}" "${BENCH_REPS:-}" \
-	"${BENCH_TRACE:-0}" \
+	"${BENCH_TRACE:-0}" "${BENCH_PT_OPS:-}" "${BENCH_PT_LOSSES:-}" \
 	>"$out/vm.txt" 2>&1 &
 vm=$!
 # Progress: the client guest's "# bench:" lines as they appear in its console log.
@@ -84,6 +89,8 @@ cmd="make bench"
 [ -z "$perftest" ] || cmd="BENCH_PERFTEST=\"$perftest\" $cmd"
 [ -z "${BENCH_SCENARIOS:-}" ] || cmd="BENCH_SCENARIOS=\"$BENCH_SCENARIOS\" $cmd"
 [ -z "${BENCH_REPS:-}" ] || cmd="BENCH_REPS=$BENCH_REPS $cmd"
+[ -z "${BENCH_PT_OPS:-}" ] || cmd="BENCH_PT_OPS=\"$BENCH_PT_OPS\" $cmd"
+[ -z "${BENCH_PT_LOSSES:-}" ] || cmd="BENCH_PT_LOSSES=\"$BENCH_PT_LOSSES\" $cmd"
 "$top/build/bench-report/bench-report" --in "$out/raw.tsv" --out "$out" \
 	--rto-ms "$((${rto_ns:-0} / 1000000))" --command "$cmd" \
 	--date "$(date -u '+%Y-%m-%d %H:%M UTC')" --machine "$machine" || rc=1
