@@ -625,6 +625,8 @@ struct mr_hs_local;
 void metaroce_conn_begin_locked(struct metaroce_conn *c, const struct mr_hs_local *l);
 void metaroce_conn_established(struct metaroce_conn *c);
 void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp);
+/* c->lock held: the QP's RNR and max_rd_atomic attributes to its open stream */
+void metaroce_stream_set_limits(struct metaroce_conn *c, struct metaroce_qp *qp);
 void metaroce_conn_rx_connect_req(struct metaroce_dev *mdev, struct sk_buff *skb);
 
 /* qp.c: queue pairs and their connection */

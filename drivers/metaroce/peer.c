@@ -37,8 +37,16 @@ void metaroce_open_stream(struct metaroce_conn *c, struct metaroce_qp *qp)
 	spin_lock(&qp->rq.lock);
 	qp->rq_base = qp->rq.head;
 	spin_unlock(&qp->rq.lock);
-	mr_conn_set_rnr(c->eng, slot, qp->attr.rnr_retry, metaroce_rnr_us(qp->attr.min_rnr_timer));
+	metaroce_stream_set_limits(c, qp);
 	metaroce_sq_push(c, qp);
+}
+
+/* The QP's attributes that bound its stream: RNR retries and timer, Reads in flight. */
+void metaroce_stream_set_limits(struct metaroce_conn *c, struct metaroce_qp *qp)
+{
+	mr_conn_set_rnr(c->eng, qp->slot, qp->attr.rnr_retry,
+			metaroce_rnr_us(qp->attr.min_rnr_timer));
+	mr_conn_set_rd_atomic(c->eng, qp->slot, qp->attr.max_rd_atomic);
 }
 
 void metaroce_conn_established(struct metaroce_conn *c)

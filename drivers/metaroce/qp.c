@@ -172,7 +172,7 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
  * already opens the QP's stream at RTR: hand the engine what modify_qp has
  * accepted since.
  */
-static void metaroce_qp_set_rnr(struct metaroce_qp *qp)
+static void metaroce_qp_set_limits(struct metaroce_qp *qp)
 {
 	struct metaroce_conn *c = qp->conn;
 
@@ -180,8 +180,7 @@ static void metaroce_qp_set_rnr(struct metaroce_qp *qp)
 		return;
 	spin_lock_bh(&c->lock);
 	if (qp->slot >= 0)
-		mr_conn_set_rnr(c->eng, qp->slot, qp->attr.rnr_retry,
-				metaroce_rnr_us(qp->attr.min_rnr_timer));
+		metaroce_stream_set_limits(c, qp);
 	spin_unlock_bh(&c->lock);
 }
 
@@ -288,6 +287,10 @@ static int metaroce_check_qp_attr(struct metaroce_qp *qp, struct ib_qp_attr *att
 		return -EINVAL;
 	if (mask & IB_QP_AV && attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE)
 		return -EINVAL;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC && attr->max_rd_atomic > METAROCE_MAX_RD_ATOM)
+		return -EINVAL;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC && attr->max_dest_rd_atomic > METAROCE_MAX_RD_ATOM)
+		return -EINVAL;
 	if (mask & IB_QP_CAP &&
 	    (attr->cap.max_send_wr > qp->max_send_wr || attr->cap.max_recv_wr > qp->rq.max_wr))
 		return -EINVAL;
@@ -351,8 +354,8 @@ int metaroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		if (err)
 			goto out;
 	}
-	if (mask & (IB_QP_RNR_RETRY | IB_QP_MIN_RNR_TIMER))
-		metaroce_qp_set_rnr(qp);
+	if (mask & (IB_QP_RNR_RETRY | IB_QP_MIN_RNR_TIMER | IB_QP_MAX_QP_RD_ATOMIC))
+		metaroce_qp_set_limits(qp);
 	qp->state = next;
 	if (next == IB_QPS_ERR)
 		metaroce_qp_flush(qp);

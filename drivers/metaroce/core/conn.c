@@ -196,6 +196,9 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	st = c->tx[slot];
 	if (!mr_tx_stream_can_post(st))
 		return -1;
+	/* [MR-VERBS-16] the QP's max_rd_atomic: a Read or atomic waits for one to complete */
+	if (request && st->rd_atomic_open >= st->rd_atomic_max)
+		return -1;
 	m = mr_tx_stream_msg(st, st->next_msn);
 	memset(m, 0, sizeof(*m));
 	m->state = MR_MSG_OPEN;
@@ -209,9 +212,11 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	m->compare = wr->compare;
 	m->cookie = wr->cookie;
 	m->fence = !!(wr->flags & MR_WR_FENCE);
-	if (request)
+	if (request) {
 		m->resp_npkts = wr->opcode == MR_OP_READ_REQ ?
 				mr_msg_npkts(m->len, c->cfg.pmtu) : 1;
+		st->rd_atomic_open++;
+	}
 	if (wr->flags & MR_WR_IMM) {
 		m->last_flags |= MR_F_IMM;
 		m->imm = wr->imm;
@@ -247,6 +252,14 @@ void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us)
 		return;
 	c->tx[slot]->rnr_retry = rnr_retry;
 	c->tx[slot]->min_rnr_us = min_rnr_us;
+}
+
+void mr_conn_set_rd_atomic(struct mr_conn *c, u32 slot, u32 max_rd_atomic)
+{
+	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use)
+		return;
+	/* 0 (a consumer that never set it) allows one, as RoCE hardware does */
+	c->tx[slot]->rd_atomic_max = mr_max_u32(1, mr_min_u32(max_rd_atomic, MR_STREAM_MAX_MSGS));
 }
 
 /* [MR-NAK-2] the requester's completion status for each NAK code. */
@@ -366,6 +379,8 @@ static bool mr_poll_tx(struct mr_conn *c, u32 i, struct mr_completion *out)
 	out->len = m->len;
 	out->cookie = m->cookie;
 	out->orig = m->orig;
+	if (mr_opcode_is_request(m->opcode))
+		ts->rd_atomic_open--;
 	m->state = MR_MSG_FREE;
 	ts->msn_polled++;
 	return true;

@@ -279,14 +279,21 @@ bool mr_conn_stream_unused(const struct mr_conn *c, u32 slot);
  */
 void mr_conn_end(struct mr_conn *c);
 /*
- * Queue a work request; returns 0, or -1 when the stream's message window is full or
- * the connection ended ([MR-CONN-14]).
+ * Queue a work request; returns 0, or -1 when the stream's message window is full, a
+ * Read or atomic would exceed the stream's max_rd_atomic ([MR-VERBS-16]) or the
+ * connection ended ([MR-CONN-14]).
  */
 int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr);
 /* The same for a SEND, WRITE or READ_REQ without flags. */
 int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rkey, u64 cookie);
 /* [MR-NAK-4] the QP's rnr_retry (7: infinite) and min_rnr_timer. */
 void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us);
+/*
+ * [MR-VERBS-16] the QP's max_rd_atomic: at most that many Reads and atomics of the stream
+ * posted and not yet completed (0 counts as 1; at most MR_STREAM_MAX_MSGS, the default).
+ * mr_conn_post_wr() refuses one more as if the window were full.
+ */
+void mr_conn_set_rd_atomic(struct mr_conn *c, u32 slot, u32 max_rd_atomic);
 /* [MR-CONN-10] [MR-VERBS-8] fail every stream: oldest WQE with status, the rest flushed. */
 void mr_conn_fail(struct mr_conn *c, u8 status);
 u8 mr_nak_status(u8 code);

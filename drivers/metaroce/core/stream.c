@@ -14,6 +14,7 @@ void mr_tx_stream_init(struct mr_tx_stream *st, u32 dest)
 	st->in_use = true;
 	st->dest = dest;
 	st->rnr_retry = 7;
+	st->rd_atomic_max = MR_STREAM_MAX_MSGS;
 }
 
 /* A Read may complete before its MSGACK, so the ring's tail is the older of the two. */

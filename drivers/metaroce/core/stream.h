@@ -58,6 +58,8 @@ struct mr_tx_stream {
 	u8 rnr_retry;		/* 7: infinite */
 	u32 err_msn;
 	u32 min_rnr_us;
+	u32 rd_atomic_max;	/* [MR-VERBS-16] Reads and atomics in flight, 1..64 */
+	u32 rd_atomic_open;	/* Reads and atomics posted and not yet completed */
 	struct mr_tx_msg msg[MR_STREAM_MAX_MSGS];
 	/*
 	 * Responder: READ_RESP and ATOMIC_RESP by msn % MR_STREAM_MAX_MSGS; also the

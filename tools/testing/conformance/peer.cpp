@@ -520,10 +520,11 @@ std::optional<Received> Peer::wait_nak(uint32_t stream, int ms) {
       ms);
 }
 
-Peer::Stream Peer::open_stream() {
+Peer::Stream Peer::open_stream(int rd_atomic) {
   Stream s;
   s.my_qpn = next_qpn_++;
-  std::string a = dut.cmd("qp " + my_addr + " " + std::to_string(s.my_qpn));
+  std::string a = dut.cmd("qp " + my_addr + " " + std::to_string(s.my_qpn) +
+                          (rd_atomic < 0 ? "" : " " + std::to_string(rd_atomic)));
   s.qp = int(Dut::field(a, "qp"));
   s.dut_qpn = uint32_t(Dut::field(a, "qpn"));
   connect();

@@ -141,7 +141,8 @@ class Peer {
     uint32_t next_msn = 0;  // of our requests
     uint32_t next_rsn = 0;
   };
-  Stream open_stream();
+  // rd_atomic: the DUT QP's max_rd_atomic, if not mr_dut's default
+  Stream open_stream(int rd_atomic = -1);
   std::vector<int> opened;  // DUT QPs the running test opened (destroyed after it)
   int anchor_qp = -1;       // kept for the whole run, so the connection never idles out
   struct Mr {

@@ -500,6 +500,53 @@ TEST(Read, SixtyFourReadsInFlightAnsweredOldestFirst_MR_REL_9)
 	EXPECT_TRUE(mr_conn_quiescent(p.a.get()));
 }
 
+// [MR-VERBS-16] a QP's max_rd_atomic bounds its Reads and atomics posted and not yet
+// completed; 0 counts as 1.  A Write still goes into the window: keeping posting order
+// is the caller's (the glue stops at the first WQE refused).
+TEST(Read, MaxRdAtomicBoundsReadsInFlight_MR_VERBS_16)
+{
+	Pair p;
+	mr_conn_set_rd_atomic(p.a.get(), 0, 2);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 1), 0);
+	mr_wr fadd{};
+	fadd.opcode = MR_OP_ATOMIC_FADD;
+	fadd.len = 8;
+	fadd.va = 0x2000;
+	fadd.rkey = 1;
+	fadd.swap_add = 5;
+	fadd.cookie = 2;
+	ASSERT_EQ(mr_conn_post_wr(p.a.get(), 0, &fadd), 0);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 3), -1)
+		<< "a third Read or atomic with max_rd_atomic 2";
+	fadd.cookie = 3;
+	EXPECT_EQ(mr_conn_post_wr(p.a.get(), 0, &fadd), -1);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 10, 0x1000, 1, 4), 0);
+	p.Pump();
+	auto ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 3u);
+	EXPECT_EQ(ca[0].opcode, MR_OP_READ_REQ);
+	EXPECT_EQ(ca[1].opcode, MR_OP_ATOMIC_FADD);
+	EXPECT_EQ(ca[2].opcode, MR_OP_WRITE);
+	EXPECT_EQ(p.a->tx[0]->rd_atomic_open, 0u);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 5), 0)
+		<< "completions make room";
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 6), 0);
+
+	// 0, as an rdma_cm consumer that never set initiator_depth leaves it: one at a time
+	mr_conn_set_rd_atomic(p.a.get(), 0, 0);
+	p.Pump();
+	ASSERT_EQ(p.Poll(p.a.get()).size(), 2u);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 7), 0);
+	EXPECT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_READ_REQ, 100, 0x1000, 1, 8), -1);
+
+	// a flushed Read makes room as well
+	mr_conn_error_stream(p.a.get(), 0, MR_NAK_INVALID_REQUEST);
+	ca = p.Poll(p.a.get());
+	ASSERT_EQ(ca.size(), 1u);
+	EXPECT_EQ(ca[0].status, MR_WC_WR_FLUSH_ERR);
+	EXPECT_EQ(p.a->tx[0]->rd_atomic_open, 0u);
+}
+
 // [MR-VERBS-5] a fenced WQE is not sent until the earlier Read has completed.
 TEST(Verbs, FenceWaitsForEarlierRead_MR_VERBS_5)
 {

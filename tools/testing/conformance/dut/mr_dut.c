@@ -18,7 +18,8 @@
  * The conformance tester writes one command line to
  * /sys/kernel/debug/mr_dut/ctl and reads the answer back from the same file.
  * Commands (numbers in C syntax, so 0x... works):
- *   qp PEER_IPV4 PEER_QPN         RC QP to the peer, moved to RTS: "qp=I qpn=N"
+ *   qp PEER_IPV4 PEER_QPN [RD]    RC QP to the peer, moved to RTS: "qp=I qpn=N";
+ *                                 RD its max_rd_atomic (default 16)
  *   udqp QKEY                     UD QP with that qkey, moved to RTS: "qp=I qpn=N"
  *   mr QP LEN ACCESS              FRWR MR over a fresh buffer, registered through
  *                                 QP I; ACCESS letters w r a (remote write, read,
@@ -248,7 +249,8 @@ static int mr_dut_resolve_dmac(__be32 peer, struct rdma_ah_attr *ah)
 	return 0;
 }
 
-static int mr_dut_qp_to_rts(struct mr_dut_qp *q, __be32 peer, u32 peer_qpn, u32 psn)
+static int mr_dut_qp_to_rts(struct mr_dut_qp *q, __be32 peer, u32 peer_qpn, u32 psn,
+			    u8 rd_atomic)
 {
 	struct ib_qp_attr attr = {};
 	union ib_gid dgid = {};
@@ -289,7 +291,7 @@ static int mr_dut_qp_to_rts(struct mr_dut_qp *q, __be32 peer, u32 peer_qpn, u32 
 	attr.timeout = 14;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
-	attr.max_rd_atomic = 16;
+	attr.max_rd_atomic = rd_atomic;
 	return ib_modify_qp(q->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT |
 			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
 }
@@ -327,14 +329,16 @@ static int mr_dut_cmd_qp(char **argv, int argc)
 	bool ud = !strcmp(argv[0], "udqp");
 	__be32 peer = 0;
 	u32 peer_qpn = 0, qkey = 0;
+	u8 rd_atomic = 16;
 	int i, err;
 
 	if (ud) {
 		if (argc != 2 || kstrtou32(argv[1], 0, &qkey))
 			return -EINVAL;
 		init.qp_type = IB_QPT_UD;
-	} else if (argc != 3 || !in4_pton(argv[1], -1, (u8 *)&peer, -1, NULL) ||
-		   kstrtou32(argv[2], 0, &peer_qpn)) {
+	} else if ((argc != 3 && argc != 4) || !in4_pton(argv[1], -1, (u8 *)&peer, -1, NULL) ||
+		   kstrtou32(argv[2], 0, &peer_qpn) ||
+		   (argc == 4 && kstrtou8(argv[3], 0, &rd_atomic))) {
 		return -EINVAL;
 	}
 	for (i = 0; i < MR_DUT_MAX_QPS && !q; i++)
@@ -360,7 +364,7 @@ static int mr_dut_cmd_qp(char **argv, int argc)
 		q->qp = NULL;
 		goto err;
 	}
-	err = ud ? mr_dut_ud_to_rts(q, qkey) : mr_dut_qp_to_rts(q, peer, peer_qpn, 0);
+	err = ud ? mr_dut_ud_to_rts(q, qkey) : mr_dut_qp_to_rts(q, peer, peer_qpn, 0, rd_atomic);
 	if (err)
 		goto err;
 	mr_dut_say("qp=%d qpn=%u\n", i, q->qp->qp_num);

@@ -503,6 +503,73 @@ TEST_F(RelTest, MR_VERBS_5_FencedWriteWaitsForRead) {
   EXPECT_EQ(hex(in_bytes(s.my_qpn, w->pkt.bth.msn)), hex(pattern(100, 0x55)));
 }
 
+// [MR-VERBS-16]: with max_rd_atomic 2 the DUT has at most two Reads outstanding.  It has
+// five posted; we answer none, and only MSNs 0 and 1 come as READ_REQs.  Each READ_RESP we
+// send lets one more go, and all five complete in order with our bytes.
+TEST_F(RelTest, MR_VERBS_16_ReadsInFlightBoundedByMaxRdAtomic) {
+  CLAUSES("MR-VERBS-16 MR-VERBS-3");
+  Peer::Stream s = P.open_stream(2);
+  const std::string q = std::to_string(s.qp);
+  const uint32_t n = 5, len = 64;
+  std::vector<std::string> rds;
+  for (uint32_t i = 0; i < n; i++)
+    rds.push_back(P.dut.cmd("read " + q + " " + std::to_string(len * i) + " " +
+                            std::to_string(len) + " " + std::to_string(0x30000 + len * i) +
+                            " 0x4321"));
+  auto reqs_seen = [&] {
+    std::set<uint32_t> m;
+    for (const Received &r : P.seen_data)
+      if (r.pkt.bth.opcode == kReadReq && r.pkt.bth.stream == s.my_qpn) m.insert(r.pkt.bth.msn);
+    return m;
+  };
+  auto wait_reqs = [&](size_t k) {
+    for (auto end = Clock::now() + std::chrono::seconds(3);
+         reqs_seen().size() < k && Clock::now() < end;)
+      P.pump(20);
+    P.pump(300);  // long enough for one too many
+  };
+  auto answer = [&](uint32_t msn) {
+    Bytes data = pattern(len, uint8_t(0x40 + msn));
+    Packet rr;
+    rr.bth.opcode = kReadResp;
+    rr.bth.flags = kLast;
+    rr.bth.stream = s.dut_qpn;
+    rr.bth.msn = msn;
+    rr.bth.payload_len = uint16_t(len);
+    rr.msgh = {len, 0};
+    rr.payload = data;
+    P.send_seq(rr, msn % 4);
+    P.in_msgs[{s.my_qpn, msn}].parts[0] = data;
+  };
+  wait_reqs(2);
+  EXPECT_EQ(reqs_seen(), (std::set<uint32_t>{0, 1})) << "READ_REQs beyond max_rd_atomic 2";
+  EXPECT_EQ(poll_dut(s, 0), "none\n");
+  for (uint32_t msn = 0; msn < n; msn++) {
+    answer(msn);
+    std::set<uint32_t> want;
+    for (uint32_t m = 0; m < std::min(n, msn + 3); m++) want.insert(m);
+    wait_reqs(want.size());
+    EXPECT_EQ(reqs_seen(), want) << "after the READ_RESP of MSN " << msn;
+  }
+  std::string wcs;  // a poll takes every completion there is
+  auto count = [&] {
+    size_t k = 0;
+    for (size_t at = wcs.find("wc "); at != std::string::npos; at = wcs.find("wc ", at + 1)) k++;
+    return k;
+  };
+  for (auto end = Clock::now() + std::chrono::seconds(5); count() < n && Clock::now() < end;)
+    wcs += wait_wc(s, 1000);
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t k = wcs.find("wr=" + std::to_string(Dut::field(rds[i], "wr")) + " status=0 opcode=2 ");
+    EXPECT_NE(k, std::string::npos) << "Read " << i << ": " << wcs;
+    EXPECT_GE(k, at) << "Read " << i << " completed out of order: " << wcs;
+    at = k == std::string::npos ? at : k;
+    EXPECT_EQ(hex(P.dut_bytes("l", s.qp, len * i, len)), hex(pattern(len, uint8_t(0x40 + i))))
+        << "Read " << i << "'s bytes";
+  }
+}
+
 // [MR-CC-11]: with every ACK carrying a hint of 4 Mbit/s, the DUT sends a 128 KiB Write no
 // faster than that.  Measured on the kernel's receive times, with generous tolerance (the
 // guest is emulated): the whole transfer at most 1.25 x the hint, any 50 ms at most

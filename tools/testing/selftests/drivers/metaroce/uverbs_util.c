@@ -54,19 +54,34 @@ static void connect_qp(struct ibv_qp *qp, int gid, struct ibv_qp *pqp, int pgid)
 			     .grh = { .hop_limit = 1, .sgid_index = gid } },
 	};
 
+	struct ibv_device_attr dev;
+	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+
 	if (ibv_query_gid(pqp->context, 1, pgid, &a.ah_attr.grh.dgid))
 		die("query gid");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
+	if (ibv_query_device(qp->context, &dev))
+		die("query device");
+	/* [MR-VERBS-16] more Reads in flight than the device offers: EINVAL */
+	a.max_dest_rd_atomic = dev.max_qp_rd_atom + 1;
+	errno = ibv_modify_qp(qp, &a, rtr);	/* the errno it failed with, or 0 */
+	if (errno != EINVAL)
+		die("RTR with max_dest_rd_atomic above max_qp_rd_atom: not EINVAL");
+	a.max_dest_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, rtr))
 		die("modify RTR");
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
+	a.max_rd_atomic = dev.max_qp_init_rd_atom + 1;
+	errno = ibv_modify_qp(qp, &a, rts);
+	if (errno != EINVAL)
+		die("RTS with max_rd_atomic above max_qp_init_rd_atom: not EINVAL");
 	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(qp, &a, rts))
 		die("modify RTS");
 }
 
