@@ -97,7 +97,8 @@ run_mark() {
 # run_details SCENARIO TRANSPORT PARAM REP BYTES: both guests, just after the run;
 # b tells a its CPU ticks and packets, a emits per run: CPU ms per MB on each guest,
 # packets on the wire (both ways) per MB and, for MetaRoCE (its device is new for
-# each run, so its counters are the run's): data packets per ACK, the mean and the
+# each run, so its counters are the run's; the data sender's: b's for pt_read, whose
+# responder sends the data): data packets per ACK, the mean and the
 # largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs,
 # tail probes, path failures, path moves and data packets sent.  BYTES is what a's client moved (b passes 0).
 run_details() {
@@ -107,6 +108,8 @@ run_details() {
 	mine="$((b1 - RUN_B0)),$((t1 - RUN_T0)),$((u1 - RUN_U0)),$((p1 - RUN_P0))"
 	if [ "$MR_ROLE" = b ]; then
 		pair_tell "details$step" "$mine" 60
+		[ "$2" != metaroce ] || [ "$1" != pt_read ] ||
+			pair_tell "counters$step" "$(hw_counters mr0 | tr ' ' = | paste -sd,)" 60
 		return 0
 	fi
 	theirs=$(pair_hear "details$step" 60) || theirs=
@@ -124,7 +127,13 @@ run_details() {
 	fi
 	[ "$2" = metaroce ] || return 0
 	declare -A cnt
-	while read -r c v; do cnt[$c]=$v; done <<<"$(hw_counters mr0)"
+	if [ "$1" = pt_read ]; then
+		# A Read's data goes from b, the responder: the data sender's counters are b's.
+		theirs=$(pair_hear "counters$step" 60) || theirs=
+		while IFS== read -r c v; do cnt[$c]=$v; done <<<"$(tr , '\n' <<<"$theirs")"
+	else
+		while read -r c v; do cnt[$c]=$v; done <<<"$(hw_counters mr0)"
+	fi
 	v=${cnt[acks_received]:-0}
 	if [ "$v" -gt 0 ]; then
 		emit "$1" "$2" "$3" "$4" data_pkts_per_ack \
@@ -171,7 +180,7 @@ perftest_pair() {
 # errors, from perftest's TOOL (ib_write_bw, ib_send_bw, ib_read_bw) when given, else
 # from ib_write_bw for a transport named in PERFTEST, else from mr_ktraffic's Writes.
 # For a Read the server's side sends the data, so MetaRoCE's counters in the run's
-# details are the requester's.
+# details (run_details) are the server's, the responder's.
 rdma_bw() {
 	local out mbps bytes err=0 tool=${5:-}
 	sync_step
