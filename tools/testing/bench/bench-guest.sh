@@ -130,7 +130,7 @@ run_details() {
 	if [ "$1" = pt_read ]; then
 		# A Read's data goes from b, the responder: the data sender's counters are b's.
 		theirs=$(pair_hear "counters$step" 60) || theirs=
-		while IFS== read -r c v; do cnt[$c]=$v; done <<<"$(tr , '\n' <<<"$theirs")"
+		while IFS='=' read -r c v; do cnt[$c]=$v; done <<<"$(tr , '\n' <<<"$theirs")"
 	else
 		while read -r c v; do cnt[$c]=$v; done <<<"$(hw_counters mr0)"
 	fi
