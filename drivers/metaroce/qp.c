@@ -168,9 +168,9 @@ static int metaroce_qp_attach(struct metaroce_qp *qp, const struct ib_qp_attr *a
 }
 
 /*
- * The RNR retry count and timer come with RTS, but a connection that is up
- * already opens the QP's stream at RTR: hand the engine what modify_qp has
- * accepted since.
+ * The RNR retry count and timer and max_rd_atomic come with RTS, but a
+ * connection that is up already opens the QP's stream at RTR: hand the engine
+ * what modify_qp has accepted since.
  */
 static void metaroce_qp_set_limits(struct metaroce_qp *qp)
 {
