@@ -102,7 +102,7 @@ run_mark() {
 # largest number of packets in flight on a path, retransmits, RTOs, spurious RTOs,
 # tail probes, path failures, path moves and data packets sent.  BYTES is what a's client moved (b passes 0).
 run_details() {
-	local b1 t1 u1 p1 mine theirs mb c v
+	local b1 t1 u1 p1 mine theirs their_cnt mb c v
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) p1=$(fabric_tx_sum)
 	mine="$((b1 - RUN_B0)),$((t1 - RUN_T0)),$((u1 - RUN_U0)),$((p1 - RUN_P0))"
@@ -129,8 +129,8 @@ run_details() {
 	declare -A cnt
 	if [ "$1" = pt_read ]; then
 		# A Read's data goes from b, the responder: the data sender's counters are b's.
-		theirs=$(pair_hear "counters$step" 60) || theirs=
-		while IFS='=' read -r c v; do cnt[$c]=$v; done <<<"$(tr , '\n' <<<"$theirs")"
+		their_cnt=$(pair_hear "counters$step" 60) || their_cnt=
+		while IFS='=' read -r c v; do cnt[$c]=$v; done <<<"$(tr , '\n' <<<"$their_cnt")"
 	else
 		while read -r c v; do cnt[$c]=$v; done <<<"$(hw_counters mr0)"
 	fi
