@@ -32,7 +32,9 @@
 # probed call costs 4-5 us of probe: a leaf's per-call time is mostly that, and a
 # caller's exclusive time holds that of every probed call inside it; the counts are exact;
 # BPF may also be the list of functions to probe, "module:function ...", for every
-# transport run: fewer probes distort the callers less).
+# transport run: fewer probes distort the callers less),
+# TCG (1: after the runs, the guest's text symbols for tcgprof, "KSYMZ" lines:
+# profile.sh PROFILE_TCG=1).
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -46,6 +48,7 @@ depth=${7:-16}
 pkt_trace=${8:-0}
 use_bpf=${9:-0}
 op=${10:-write}
+tcg=${11:-0}
 bpf_list=
 case $use_bpf in
 0 | 1) ;;
@@ -272,4 +275,12 @@ for t in $transports; do
 		--percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -n 40 |
 		sed "s/^/# $t $MR_ROLE | /"
 done
+# For tcgprof (TCG=1): the kernel's and the modules' text symbols, compressed (the serial
+# console is slow under TCG), as "KSYMZ <hex>" lines: hex, because base64 can spell a
+# word vm.sh takes for a kernel problem.
+if [ "$tcg" = 1 ]; then
+	awk '$2 ~ /^[tTwW]$/' /proc/kallsyms | gzip -1 | od -An -v -tx1 | tr -d ' \n' |
+		fold -w 1000 | sed 's/^/KSYMZ /'
+	echo
+fi
 pair_barrier finished || exit 1

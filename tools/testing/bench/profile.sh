@@ -14,6 +14,13 @@
 # QEMU process's CPU time on this host during the run, per MB moved: under TCG
 # the one CPU figure that is not sampled by the guest's own (biased) clock.
 # The guests' full output is kept in build/profile/<UTC timestamp>.txt.
+# PROFILE_TCG=1 (TCG only): where each guest's instructions go, counted by QEMU itself
+# (tools/testing/bench/tcgprof: a plugin counts the instructions executed at each
+# block; snapshots at each run's start and end marks): instructions per MB on each side
+# (tcg_Minsns_per_MB, tcg_kernel_Minsns_per_MB: exact counts, not sampled by a biased
+# clock) and the kernel functions that executed most, "tcg" lines.  Under TCG guest
+# perf's samples land in the idle loop, and bpftrace's probes cost more than most
+# functions they time; this costs the guests about a third of their speed, evenly.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
@@ -25,6 +32,15 @@ make -s -C "/lib/modules/$kver/build" M="$top/tools/testing/selftests/drivers/me
 	W=1 modules >/dev/null
 mkdir -p "$top/build/profile"
 out=$top/build/profile/$(date -u +%Y%m%dT%H%M%SZ).txt
+tcg=${PROFILE_TCG:-0}
+if [ "$tcg" = 1 ]; then
+	"$top/scripts/setup.sh" unit
+	cmake -S "$top" -B "$top/build/cmake" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build "$top/build/cmake" -j "$(nproc)" --target tcgprof tcgprof-report >/dev/null
+	tcgbin=$top/build/cmake/tools/testing/bench/tcgprof
+	export VM_TCG_PLUGIN=$tcgbin/libtcgprof.so VM_TCG_PROFILE=$out.tcg
+	mkdir -p "$out.tcg/a" "$out.tcg/b"
+fi
 links=${PROFILE_LINKS:-0}
 where="one wire"
 [ "$links" = 0 ] || where="$links fabric links${PROFILE_NETEM:+ with netem ${PROFILE_NETEM}}"
@@ -37,7 +53,7 @@ rm -f "$logs/profile-a.log" "$logs/profile-b.log"
 	"$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
 	"${PROFILE_MODPARAMS:-}" "${PROFILE_NETEM:-}" "${PROFILE_SIZE:-65536}" "${PROFILE_DEPTH:-16}" "${PROFILE_TRACE:-0}" \
-	"${PROFILE_BPF:-0}" "${PROFILE_OP:-write}" \
+	"${PROFILE_BPF:-0}" "${PROFILE_OP:-write}" "$tcg" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)
@@ -53,6 +69,8 @@ watch_marks() { # role
 	tail -n +1 -s 0.1 --pid="$vm" -F "$log" 2>/dev/null | sed -u 's/\r$//' |
 		while read -r word t what bytes; do
 			[ "$word" = PROFILE-MARK ] || continue
+			# tcgprof's snapshot of this guest's counts, as near the mark as we can.
+			[ "$tcg" != 1 ] || : >"$out.tcg/$1/snap.$t-$what"
 			echo "$t $1 $what $bytes $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null)"
 		done
 }
@@ -74,6 +92,25 @@ cat "$out.marks-a" "$out.marks-b" | awk -v hz="$hz" '
 	$3 == "end" && ($1 " " $2) in s && $4 > 0 {
 		printf "%s %s host_cpu_ms_per_MB %.1f\n", $1, $2, ($5 - s[$1 " " $2]) * 1000 / hz / ($4 / 1e6)
 	}' >>"$out.tsv"
+# tcgprof: each transport's run on each side, between its two snapshots.
+if [ "$tcg" = 1 ]; then
+	for role in a b; do
+		sed -n "s/^\[profile-$role\] KSYMZ //p" "$out" | tr -d '\r' |
+			perl -ne 'chomp; print pack("H*", $_)' |
+			gunzip >"$out.tcg/$role/kallsyms" || true
+		while read -r t _ what bytes _; do
+			[ "$what" = end ] || continue
+			d=$out.tcg/$role
+			if [ ! -s "$d/$t-start.tsv" ] || [ ! -s "$d/$t-end.tsv" ]; then
+				echo "profile: no tcgprof snapshots of $t on $role" >&2
+				continue
+			fi
+			"$tcgbin/tcgprof-report" --start "$d/$t-start.tsv" --end "$d/$t-end.tsv" \
+				--guest-syms "$d/kallsyms" --bytes "$bytes" --label "$t $role" >"$d/$t.report" || continue
+			sed -n 's/^TCG //p' "$d/$t.report" >>"$out.tsv"
+		done <"$out.marks-$role"
+	done
+fi
 awk '
 	{ v[$1 " " $2 " " $3] = $4; m[$3] = 1; s[$2] = 1 }
 	END {
@@ -87,4 +124,5 @@ awk '
 	}' "$out.tsv" | sort -k1,1 -k2,2
 echo
 sed -n 's/^\[profile-[ab]\] # \(.* | \)/\1/p' "$out" | tr -d '\r'
+[ "$tcg" != 1 ] || cat "$out".tcg/[ab]/*.report 2>/dev/null | sed -n 's/^# //p'
 echo "profile: $out"

@@ -32,6 +32,9 @@
 # (the debug kernel of scripts/debug-kernel.sh, with what the tests need
 # built in), with the metaroce.ko built against it.  VM_TIMEOUT_SCALE=N
 # multiplies every guest's wall-clock limit (the debug kernel is about 5x slower).
+# VM_TCG_PROFILE=DIR (TCG only) loads the tcgprof plugin (VM_TCG_PLUGIN, the
+# libtcgprof.so) into each guest, with its snapshots in DIR/<role>
+# (tools/testing/bench/tcgprof).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -169,9 +172,11 @@ write_job() { # role addr
 args=("$@")
 
 start_guest() { # role log [netdev args...]
-	local role=$1 log=$2
+	local role=$1 log=$2 plugin=()
 	shift 2
-	timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$acc" -cpu "$cpu" \
+	[ -z "${VM_TCG_PROFILE:-}" ] || [ "$acc" = kvm ] ||
+		plugin=(-plugin "$VM_TCG_PLUGIN,dir=$VM_TCG_PROFILE/$role")
+	timeout -k 10 "$timeout" qemu-system-x86_64 "${plugin[@]}" -accel "$acc" -cpu "$cpu" \
 		-smp "$smp" -m "$mem" -nodefaults -no-user-config -display none \
 		-monitor none -no-reboot -serial stdio \
 		-kernel "$kernel" -initrd "$initrd" \
