@@ -21,6 +21,7 @@
 struct metaroce_conn {
 	struct metaroce_dev *mdev;
 	struct list_head node;		/* mdev->conns */
+	struct list_head share_node;	/* mdev->share_conns */
 	refcount_t ref;
 	struct in6_addr laddr, raddr;	/* IPv4 as v4-mapped, like the GIDs */
 	u32 id;				/* our src_conn_id, key of mdev->conn_ids */

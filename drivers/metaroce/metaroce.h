@@ -123,6 +123,7 @@ struct metaroce_dev {
 	/* Connections, one per peer address ([MR-CONN-1]). */
 	struct mutex conn_mutex;	/* conns list, creation and teardown */
 	struct list_head conns;
+	struct list_head share_conns;	/* the same, RCU: for the fair-share tick */
 	unsigned int nr_conns;		/* on conns; under conn_mutex */
 	unsigned int nr_local_conns;	/* of them, made for our own QPs */
 	u64 eng_retired[METAROCE_NR_ENG_COUNTERS];	/* of removed connections */

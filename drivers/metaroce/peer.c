@@ -149,6 +149,7 @@ struct metaroce_conn *metaroce_conn_alloc(struct metaroce_dev *mdev,
 		return NULL;
 	}
 	list_add(&c->node, &mdev->conns);
+	list_add_rcu(&c->share_node, &mdev->share_conns);
 	mdev->nr_conns++;
 	c->local = local;
 	mdev->nr_local_conns += local;
@@ -232,6 +233,7 @@ void metaroce_conn_remove(struct metaroce_conn *c)
 	spin_unlock_bh(&c->lock);
 	xa_erase(&c->mdev->conn_ids, c->id);
 	list_del_init(&c->node);
+	list_del_rcu(&c->share_node);	/* readers hold a reference or RCU: kfree_rcu() */
 	c->mdev->nr_conns--;
 	c->mdev->nr_local_conns -= c->local;
 	metaroce_conn_eng_add(c, c->mdev->eng_retired);
@@ -441,6 +443,7 @@ int metaroce_conn_dev_init(struct metaroce_dev *mdev)
 {
 	mutex_init(&mdev->conn_mutex);
 	INIT_LIST_HEAD(&mdev->conns);
+	INIT_LIST_HEAD(&mdev->share_conns);
 	xa_init(&mdev->conn_ids);
 	skb_queue_head_init(&mdev->connect_reqs);
 	INIT_WORK(&mdev->accept_work, metaroce_accept_work);

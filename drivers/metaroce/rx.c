@@ -40,7 +40,6 @@ static void metaroce_share_tick(struct metaroce_dev *mdev, u64 now)
 {
 	struct metaroce_share_state *ss = &mdev->share;
 	struct metaroce_conn *c;
-	unsigned long id;
 	u64 interval;
 	u32 n = 0, i;
 
@@ -52,7 +51,8 @@ static void metaroce_share_tick(struct metaroce_dev *mdev, u64 now)
 	WRITE_ONCE(ss->at_ns, now);
 
 	rcu_read_lock();
-	xa_for_each(&mdev->conn_ids, id, c) {
+	/* A list, not conn_ids: walking an xarray of random 32-bit keys costs more. */
+	list_for_each_entry_rcu(c, &mdev->share_conns, share_node) {
 		if (n == METAROCE_SHARE_MAX)
 			break;		/* the rest send no hint (0) */
 		if (!refcount_inc_not_zero(&c->ref))

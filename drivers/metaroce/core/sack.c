@@ -21,18 +21,23 @@ void mr_bits_clear(u32 *bits, u32 i)
 
 void mr_bits_shift_down(u32 *bits, u32 n)
 {
-	u32 words = n / 32, shift = n % 32, i;
+	u32 words = n / 32, shift = n % 32, top, i;
 
-	if (n >= MR_SACK_BITS) {
-		memset(bits, 0, MR_SACK_WORDS * sizeof(u32));
+	/* Only the words up to the last that holds a bit change: usually one, or none. */
+	for (top = MR_SACK_WORDS; top && !bits[top - 1]; top--)
+		;
+	if (n >= MR_SACK_BITS || top <= words) {
+		memset(bits, 0, top * sizeof(u32));
 		return;
 	}
-	for (i = 0; i < MR_SACK_WORDS; i++) {
-		u32 lo = i + words < MR_SACK_WORDS ? bits[i + words] : 0;
-		u32 hi = i + words + 1 < MR_SACK_WORDS ? bits[i + words + 1] : 0;
+	for (i = 0; i + words < top; i++) {
+		u32 lo = bits[i + words];
+		u32 hi = i + words + 1 < top ? bits[i + words + 1] : 0;
 
 		bits[i] = shift ? (lo >> shift) | (hi << (32 - shift)) : lo;
 	}
+	for (; i < top; i++)
+		bits[i] = 0;
 }
 
 u32 mr_bits_trailing_ones(const u32 *bits)
@@ -45,26 +50,18 @@ u32 mr_bits_trailing_ones(const u32 *bits)
 			n += 32;
 			continue;
 		}
-		while (w & 1) {
-			w >>= 1;
-			n++;
-		}
-		break;
+		return n + (u32)__builtin_ctz(~w);
 	}
 	return n;
 }
 
 u32 mr_bits_first_set(const u32 *bits)
 {
-	u32 i, b;
+	u32 i;
 
-	for (i = 0; i < MR_SACK_WORDS; i++) {
-		if (!bits[i])
-			continue;
-		for (b = 0; b < 32; b++)
-			if (bits[i] & (1U << b))
-				return i * 32 + b;
-	}
+	for (i = 0; i < MR_SACK_WORDS; i++)
+		if (bits[i])
+			return i * 32 + (u32)__builtin_ctz(bits[i]);
 	return MR_SACK_BITS;
 }
 

@@ -64,9 +64,14 @@ static bool mr_conn_heard_since(const struct mr_conn *c, u64 t)
  * [MR-REL-6] PTO = max(2 SRTT, MIN_RTO / 2) after the later of last send and last ACK;
  * none while the connection's last probe has not been answered by any ACK.
  */
+static u64 mr_tlp_pto(const struct mr_conn *c, const struct mr_path_tx *tp)
+{
+	return mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
+}
+
 static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
 {
-	u64 pto = mr_max_u64(2 * tp->rtt.srtt_ns, c->cfg.rto.min_ns / 2);
+	u64 pto = mr_tlp_pto(c, tp);
 
 	if (!tp->outstanding || tp->tlp_done || tp->state != MR_PATH_ACTIVE ||
 	    tp->next_psn - tp->una >= MR_SACK_BITS || pto >= mr_path_rto_ns(tp, &c->cfg.rto))
@@ -74,6 +79,19 @@ static u64 mr_tlp_at(const struct mr_conn *c, const struct mr_path_tx *tp)
 	if (c->last_tlp_ns && !mr_conn_heard_since(c, c->last_tlp_ns))
 		return MR_NO_DEADLINE;
 	return mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + pto;
+}
+
+/*
+ * Whether a path's tail probe is due at now: mr_tlp_at() <= now, with its one
+ * cheap condition first.  A path that is sending has sent a moment ago, so this
+ * is the test each packet pays on each path ([MR-REL-6]).
+ */
+static bool mr_tlp_due(const struct mr_conn *c, const struct mr_path_tx *tp, u64 now)
+{
+	if (!tp->outstanding || tp->tlp_done ||
+	    now < mr_max_u64(tp->last_send_ns, tp->last_ack_ns) + mr_tlp_pto(c, tp))
+		return false;
+	return now >= mr_tlp_at(c, tp);
 }
 
 static u32 mr_conn_outstanding(const struct mr_conn *c)
@@ -85,15 +103,39 @@ static u32 mr_conn_outstanding(const struct mr_conn *c)
 	return n;
 }
 
-/* [MR-CC-6] */
-static u32 mr_conn_window(const struct mr_conn *c)
+/* What the sender needs of all its paths for one packet, summed in one pass. */
+struct mr_conn_sums {
+	u32 outstanding;	/* packets in flight */
+	u32 window;		/* [MR-CC-6] the connection's window */
+	u64 min_srtt;		/* [MR-CC-7] the lowest SRTT of an ACTIVE path; 0: none */
+};
+
+static void mr_conn_sum(const struct mr_conn *c, struct mr_conn_sums *s)
 {
 	u32 p, w = 0;
 
-	for (p = 0; p < c->cfg.n_paths; p++)
-		if (c->tx_path[p].state == MR_PATH_ACTIVE)
-			w += mr_cc_window(&c->tx_path[p].cc);
-	return mr_min_u32(mr_max_u32(w, 1), c->cfg.conn_max_window);
+	s->outstanding = 0;
+	s->min_srtt = 0;
+	for (p = 0; p < c->cfg.n_paths; p++) {
+		const struct mr_path_tx *tp = &c->tx_path[p];
+
+		s->outstanding += tp->outstanding;
+		if (tp->state != MR_PATH_ACTIVE)
+			continue;
+		w += mr_cc_window(&tp->cc);
+		if (tp->rtt.have_sample && (!s->min_srtt || tp->rtt.srtt_ns < s->min_srtt))
+			s->min_srtt = tp->rtt.srtt_ns;
+	}
+	s->window = mr_min_u32(mr_max_u32(w, 1), c->cfg.conn_max_window);
+}
+
+/* [MR-CC-6] */
+static u32 mr_conn_window(const struct mr_conn *c)
+{
+	struct mr_conn_sums s;
+
+	mr_conn_sum(c, &s);
+	return s.window;
 }
 
 /*
@@ -327,12 +369,13 @@ static void mr_fill_packet(struct mr_conn *c, u64 now, const struct mr_pick *pic
 	out->cookie = m->cookie;
 }
 
+/* in_flight: the connection's packets in flight before this one (mr_conn_outstanding()). */
 static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struct mr_pick *pick,
-			   u8 round, u64 now)
+			   u8 round, u64 now, u32 in_flight)
 {
 	struct mr_tx_rec *rec = mr_path_rec(tp, tp->next_psn);
 
-	if (!mr_conn_outstanding(c) && !pick->retx)
+	if (!in_flight && !pick->retx)
 		c->last_ack_ns = now;	/* [MR-CONN-10] the silence counts from here */
 	rec->valid = true;
 	rec->resp = pick->resp;
@@ -417,7 +460,7 @@ static bool mr_next_probe(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		 */
 		if (challenge && mr_conn_tx_idle(c))
 			c->last_ack_ns = now;
-		mr_record_sent(c, tp, &probe, 0, now);
+		mr_record_sent(c, tp, &probe, 0, now, mr_conn_outstanding(c));
 		return true;
 	}
 	return false;
@@ -437,7 +480,7 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		struct mr_tx_msg *m;
 		struct mr_pick pick;
 
-		if (now < mr_tlp_at(c, tp))
+		if (!mr_tlp_due(c, tp, now))
 			continue;
 		tp->tlp_done = true;
 		for (psn = tp->next_psn; psn != tp->una; psn--) {
@@ -456,7 +499,7 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 			continue;
 		mr_fill_packet(c, now, &pick, tp, p, out);
 		out->pkt.bth.flags |= MR_F_ACK_REQ;
-		mr_record_sent(c, tp, &pick, m->round, now);
+		mr_record_sent(c, tp, &pick, m->round, now, mr_conn_outstanding(c));
 		c->tail_probes++;
 		c->last_tlp_ns = now;
 		return true;
@@ -476,23 +519,15 @@ static bool mr_next_tlp(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
  * only while the pacer holds the sender back: a sender with nothing to send, or a full
  * window, starts again one gap from now (mr_pace_idle()).
  */
-static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len)
+static void mr_pace(struct mr_conn *c, u64 now, u32 payload_len, const struct mr_conn_sums *s)
 {
-	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, min_srtt = 0, oldest, horizon;
-	u32 p;
+	u64 bytes = payload_len + MR_BTH_LEN + 16, gap = 0, oldest, horizon;
 
 	if (c->peer_hint_mbps)
 		gap = mr_div_u64(bytes * 8000ULL, c->peer_hint_mbps);
-	for (p = 0; p < c->cfg.n_paths; p++) {
-		const struct mr_path_tx *tp = &c->tx_path[p];
-
-		if (tp->state == MR_PATH_ACTIVE && tp->rtt.have_sample &&
-		    (!min_srtt || tp->rtt.srtt_ns < min_srtt))
-			min_srtt = tp->rtt.srtt_ns;
-	}
-	if (min_srtt)
-		gap = mr_max_u64(gap, mr_div_u64(bytes * min_srtt,
-						 MR_PACE_GAIN * mr_conn_window(c) * c->cfg.pmtu));
+	if (s->min_srtt)
+		gap = mr_max_u64(gap, mr_div_u64(bytes * s->min_srtt,
+						 MR_PACE_GAIN * s->window * c->cfg.pmtu));
 	if (!gap)
 		return;
 	/*
@@ -534,6 +569,7 @@ static bool mr_pace_idle(struct mr_conn *c)
 
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
+	struct mr_conn_sums sums;
 	struct mr_path_tx *tp;
 	struct mr_tx_msg *m;
 	struct mr_pick pick;
@@ -573,7 +609,9 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	c->next_send_ns = 0;
 	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
 		return true;
-	if (mr_conn_outstanding(c) >= mr_conn_window(c)) {
+	/* The sums before this packet; picking it changes none of them. */
+	mr_conn_sum(c, &sums);
+	if (sums.outstanding >= sums.window) {
 		c->window_full++;
 		return mr_pace_idle(c);
 	}
@@ -588,7 +626,7 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	m = mr_pick_msg(c, &pick);
 	mr_fill_packet(c, now, &pick, tp, (u32)path, out);
 
-	mr_record_sent(c, tp, &pick, m->round, now);
+	mr_record_sent(c, tp, &pick, m->round, now, sums.outstanding);
 	m->rnr_until_ns = 0;
 	if (pick.probe) {
 		m->all_acked_ns = now;
@@ -598,7 +636,7 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 		if (pick.retx)
 			c->retransmits++;
 	}
-	mr_pace(c, now, out->pkt.bth.payload_len);
+	mr_pace(c, now, out->pkt.bth.payload_len, &sums);
 	return true;
 }
 

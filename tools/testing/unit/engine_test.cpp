@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <set>
@@ -50,6 +51,55 @@ TEST(Sack, BitvectorMatchesModelForRandomArrivals_MR_SACK_4)
 		ASSERT_EQ(s.cum_psn - start, cum);
 		for (u32 i = 0; i < MR_SACK_BITS; i++)
 			ASSERT_EQ(mr_bits_test(s.bits, i), got.count(cum + 1 + i) == 1) << i;
+	}
+}
+
+// The 256-bit vectors shift as a reference that moves one bit at a time says,
+// for every shift and for vectors whose highest bit is in each word.
+TEST(Sack, ShiftDownMatchesBitByBitReference_MR_SACK_4)
+{
+	std::mt19937 rng(11);
+
+	for (int iter = 0; iter < 4000; iter++) {
+		u32 bits[MR_SACK_WORDS] = {}, want[MR_SACK_WORDS] = {};
+		u32 top = rng() % (MR_SACK_WORDS + 1);	// words that may hold bits
+		u32 n = rng() % 2 ? rng() % 40 : rng() % (MR_SACK_BITS + 40);
+
+		for (u32 w = 0; w < top; w++)
+			bits[w] = rng() % 3 ? rng() : (rng() % 2 ? 0 : 0xffffffffU);
+		for (u32 i = 0; i + n < MR_SACK_BITS; i++)
+			if (mr_bits_test(bits, i + n))
+				mr_bits_set(want, i);
+		mr_bits_shift_down(bits, n);
+		for (u32 w = 0; w < MR_SACK_WORDS; w++)
+			ASSERT_EQ(bits[w], want[w]) << "iter " << iter << " n " << n << " word " << w;
+	}
+}
+
+// The first set bit and the run of ones from bit 0, against a bit-by-bit scan.
+TEST(Sack, FirstSetAndTrailingOnesMatchBitByBitReference_MR_SACK_4)
+{
+	std::mt19937 rng(13);
+
+	for (int iter = 0; iter < 4000; iter++) {
+		u32 bits[MR_SACK_WORDS] = {}, first = MR_SACK_BITS, ones = 0;
+		u32 n = rng() % (MR_SACK_BITS + 1);
+
+		// A run of n ones from bit 0, then random bits (or none) after a zero.
+		for (u32 i = 0; i < n; i++)
+			mr_bits_set(bits, i);
+		for (u32 i = n + 1; i < MR_SACK_BITS && rng() % 4; i++)
+			if (rng() % 8 == 0)
+				mr_bits_set(bits, i);
+		if (iter % 5 == 0)
+			memset(bits, 0, sizeof(bits));
+		for (u32 i = 0; i < MR_SACK_BITS && first == MR_SACK_BITS; i++)
+			if (mr_bits_test(bits, i))
+				first = i;
+		while (ones < MR_SACK_BITS && mr_bits_test(bits, ones))
+			ones++;
+		ASSERT_EQ(mr_bits_first_set(bits), first) << iter;
+		ASSERT_EQ(mr_bits_trailing_ones(bits), ones) << iter;
 	}
 }
 
