@@ -385,6 +385,33 @@ static struct sk_buff *metaroce_rx_seg_copy(const struct sk_buff *skb, u32 off, 
 /* Bytes of each packet of a merged skb copied out to parse it: any header whole. */
 #define METAROCE_RX_HDR_MAX	MR_MAX_HDR_LEN
 
+/*
+ * The n bytes at offset off of skb where they lie, if they lie in one piece:
+ * in its head or in one page fragment (GRO leaves each merged packet in a
+ * fragment of its own).  NULL if not: then they are copied out.
+ */
+static const u8 *metaroce_skb_peek(const struct sk_buff *skb, u32 off, u32 n)
+{
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	u32 start = skb_headlen(skb), end, i;
+	const skb_frag_t *f;
+
+	if (off + n <= start)
+		return skb->data + off;
+	if (!skb_frags_readable(skb))
+		return NULL;
+	for (i = 0; i < sh->nr_frags; i++, start = end) {
+		f = &sh->frags[i];
+		end = start + skb_frag_size(f);
+		if (off >= end)
+			continue;
+		if (off < start || off + n > end || PageHighMem(skb_frag_page(f)))
+			return NULL;
+		return (const u8 *)skb_frag_address(f) + (off - start);
+	}
+	return NULL;
+}
+
 enum metaroce_rx_seg {
 	METAROCE_SEG_END,	/* no packet left */
 	METAROCE_SEG_CONN,	/* a connection's, parsed */
@@ -408,7 +435,9 @@ static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const str
 		return METAROCE_SEG_END;
 	*len = min(seg, skb->len - off);
 	n = min_t(u32, *len, METAROCE_RX_HDR_MAX);
-	*hdr = skb_header_pointer(skb, off, n, buf);
+	*hdr = metaroce_skb_peek(skb, off, n);
+	if (!*hdr)
+		*hdr = skb_header_pointer(skb, off, n, buf);
 	/* The last packet may be shorter than a header: the parser says so. */
 	if (!*hdr || (n < *len && !mr_pkt_payload_placed(*hdr, n)) ||
 	    (n >= MR_BTH_LEN &&
