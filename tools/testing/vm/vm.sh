@@ -140,8 +140,15 @@ acc=$(accel)
 # of a register's bits.  QEMU 7.2's TCG gets the flags wrong there now and then
 # (turning AVX off did not help), so the guests run without CX16: SLUB then
 # takes the kernel's own interrupts-off emulation, plain moves and popf.
+# Nor ERMS: with it the kernel clears a page with rep stosb, which TCG runs one
+# byte per step, and Debian's kernel clears every page it allocates
+# (init_on_alloc=1): tcgprof (make profile PROFILE_TCG=1) found a quarter of a
+# MetaRoCE receiver's instructions in clear_page_erms, 2 bytes cleared per byte
+# received (the NIC's receive buffers).  Without ERMS it takes rep stosq, 8
+# bytes a step, as hardware without ERMS would; every transport's receive
+# path clears the same pages.
 # VM_CPU overrides the model.
-cpu=${VM_CPU:-max,la57=off,cx16=off}
+cpu=${VM_CPU:-max,la57=off,cx16=off,erms=off}
 [ "$acc" = kvm ] && cpu=host
 
 run=$(mktemp -d "$top/build/vm-run.XXXXXX" 2>/dev/null || {
