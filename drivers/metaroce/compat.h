@@ -44,4 +44,13 @@ static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 #define METAROCE_ASSIGN_STR(dst, src)	__assign_str(dst, src)
 #endif
 
+/* 6.12 can carry unreadable fragments (device memory); before, every one was a page. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#include <linux/skbuff.h>
+static inline bool skb_frags_readable(const struct sk_buff *skb)
+{
+	return true;
+}
+#endif
+
 #endif /* METAROCE_COMPAT_H */
