@@ -380,7 +380,10 @@ std::string markdown(const Results &r, const RunInfo &info)
 	md << "- values: median over repetitions (range in brackets); ratios are within this "
 	      "run, and a goal's ratio is the median of the ratios within each repetition. "
 	      "The guests are TCG-emulated on a shared machine: absolute numbers mean "
-	      "little, compare ratios only.\n\n";
+	      "little, compare ratios only.\n";
+	md << "- guests: one vCPU each under QEMU's TCG, CPU model `max` without LA57, "
+	      "CX16 and ERMS (vm.sh says why; without ERMS the kernel clears a page 8 "
+	      "bytes per emulated step instead of 1), Debian's 6.12 kernel\n\n";
 
 	md << "## Method\n\n"
 	      "- Topology (`vm.sh --pair --links K`): each guest keeps its endpoint "
