@@ -29,8 +29,9 @@
 #   "# <transport> <role> | bpf <function> calls N incl_ms X excl_ms Y per_call_us Z",
 # and the run's wall time as "bpf wall_ms"; the clock is the guest's, whose bias under
 # TCG is the same for every function, so compare the functions' shares.  Under TCG each
-# probed call costs 4-17 us of probe (PROFILE_TCG=1 does not distort): a leaf's per-call time is mostly that, and a
-# caller's exclusive time holds that of every probed call inside it; the counts are exact;
+# probed call costs 4-17 us of probe (PROFILE_TCG=1 does not distort): a leaf's
+# per-call time is mostly that, and a caller's exclusive time holds that of every
+# probed call inside it; the counts are exact;
 # BPF may also be the list of functions to probe, "module:function ...", for every
 # transport run: fewer probes distort the callers less),
 # TCG (1: after the runs, the guest's text symbols for tcgprof, "KSYMZ" lines:
