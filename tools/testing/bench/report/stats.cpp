@@ -62,16 +62,38 @@ Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction
 	if (n == 0)
 		return r;
 	r.before = sum / n;
+	const double bar = fraction * *r.before;
+	int under = 0, cut_n = 0;
+	double cut_sum = 0;
 	for (const auto &s : series) {
+		if (s.t_ms > settle_ms && s.t_ms <= cut_ms && s.value < bar)
+			under++;
 		if (s.t_ms <= cut_ms)
 			continue;
 		r.lowest_after_cut = std::min(r.lowest_after_cut.value_or(s.value), s.value);
+		if (!restore_ms || s.t_ms <= *restore_ms) {
+			cut_sum += s.value;
+			cut_n++;
+		}
 	}
-	// The cut shows at the first sample under the bar after it (before the link is back).
+	r.noise_share = double(under) / n;
+	if (cut_n)
+		r.during = cut_sum / cut_n;
+	// Whether the rate stays under (or at and above) the bar for the second after
+	// sample i.
+	auto holds = [&](size_t i, bool below) {
+		for (size_t j = i + 1; j < series.size() && series[j].t_ms <= series[i].t_ms + 1000;
+		     j++)
+			if ((series[j].value < bar) != below)
+				return false;
+		return true;
+	};
+	// The cut shows (before the link is back): a sample under the bar in the second
+	// after it, or one after that from which the rate stays under the bar a second.
 	size_t dip = series.size();
 	for (size_t i = 0; i < series.size() && dip == series.size(); i++)
 		if (series[i].t_ms > cut_ms && (!restore_ms || series[i].t_ms <= *restore_ms) &&
-		    series[i].value < fraction * *r.before)
+		    series[i].value < bar && (series[i].t_ms <= cut_ms + 1000 || holds(i, true)))
 			dip = i;
 	if (dip == series.size()) {
 		r.recovery_ms = 0;	// it never showed
@@ -82,13 +104,9 @@ Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction
 	for (size_t i = dip + 1; i < series.size(); i++) {
 		if (restore_ms && series[i].t_ms > *restore_ms)
 			break;	// back because the link is
-		if (series[i].value < fraction * *r.before)
+		if (series[i].value < bar)
 			continue;
-		bool holds = true;
-		for (size_t j = i + 1; j < series.size() && series[j].t_ms <= series[i].t_ms + 1000;
-		     j++)
-			holds = holds && series[j].value >= fraction * *r.before;
-		if (holds) {
+		if (holds(i, false)) {
 			// The sample covers the interval that ends at its time stamp.
 			double start = i > 0 ? series[i - 1].t_ms : cut_ms;
 			r.recovery_ms = std::max(0.0, start - cut_ms);

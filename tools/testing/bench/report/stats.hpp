@@ -27,15 +27,20 @@ struct Sample {
 };
 
 // Throughput around a link failure: the mean before it, and how long after the cut the
-// rate was back at fraction of that mean for good (nullopt: it never was).  The cut
-// shows some time after it is made (a transport notices a silent link only when its
-// timers run out): recovery counts from the first sample under the bar after the cut,
-// before restore_ms, to the first one after it from which the rate holds for a second;
-// with no such dip it is 0.
+// rate was back at fraction of that mean for good (nullopt: it never was).  Recovery
+// counts from the sample at which the cut shows, before restore_ms, to the first one
+// after it from which the rate holds at the bar for a second; with no such dip it is 0.
+// The cut shows at the first sample under the bar in the second after it, or later
+// (a transport notices a silent link only when its timers run out) at the first one
+// from which the rate stays under the bar for a second: on a noisy host a single
+// sample under the bar seconds after the cut is the host's, as common before the cut
+// (noise_share) as after it.
 struct Recovery {
 	std::optional<double> before;
 	std::optional<double> recovery_ms;
 	std::optional<double> lowest_after_cut;
+	std::optional<double> during;		// the mean rate from the cut to the restore
+	std::optional<double> noise_share;	// share of the baseline's samples under the bar
 };
 Recovery recovery(std::span<const Sample> series, double cut_ms, double fraction,
 		  double settle_ms, std::optional<double> restore_ms = std::nullopt);

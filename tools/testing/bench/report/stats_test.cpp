@@ -134,6 +134,37 @@ TEST(Recovery, ALateDipThatLastsUntilTheRestoreIsNoRecovery)
 	EXPECT_DOUBLE_EQ(*open_ended.recovery_ms, 4000.0);
 }
 
+// On a noisy host single samples fall under the bar before a cut as after it: one
+// that falls seconds after the cut, the rate holding around it, is not the cut's.
+// The same fall in the second after the cut is, and so is a late fall that lasts.
+TEST(Recovery, ALateSingleSampleUnderTheBarIsNotTheCut)
+{
+	std::vector<Sample> s;
+	for (int t = 250; t <= 10000; t += 250)
+		s.push_back({double(t), t == 2000 || t == 6000 ? 5.0 : 10.0});
+	auto r = recovery(s, 3000, 0.8, 1000, 9000.0);
+	ASSERT_TRUE(r.recovery_ms);
+	EXPECT_DOUBLE_EQ(*r.recovery_ms, 0.0);
+	ASSERT_TRUE(r.noise_share && r.during);
+	EXPECT_DOUBLE_EQ(*r.noise_share, 1.0 / 8);	// 2000 of 1250..3000
+	EXPECT_DOUBLE_EQ(*r.before, (7 * 10.0 + 5.0) / 8);
+	EXPECT_DOUBLE_EQ(*r.during, (23 * 10.0 + 5.0) / 24);	// 3250..9000
+
+	// in the second after the cut: it counts, back from the next sample
+	s[3500 / 250 - 1].value = 5.0;
+	r = recovery(s, 3000, 0.8, 1000, 9000.0);
+	ASSERT_TRUE(r.recovery_ms);
+	EXPECT_DOUBLE_EQ(*r.recovery_ms, 500.0);	// the interval 3500-3750 holds
+
+	// a late fall that lasts a second (6000..7000) counts from its start
+	s[3500 / 250 - 1].value = 10.0;
+	for (int t = 6250; t <= 7000; t += 250)
+		s[t / 250 - 1].value = 5.0;
+	r = recovery(s, 3000, 0.8, 1000, 9000.0);
+	ASSERT_TRUE(r.recovery_ms);
+	EXPECT_DOUBLE_EQ(*r.recovery_ms, 4000.0);	// back in 7000-7250
+}
+
 TEST(Recovery, ACutThatNeverShowsTakesNoTime)
 {
 	std::vector<Sample> s;
