@@ -4,7 +4,7 @@
 # vm.sh --pair (one virtio wire) run this in lock step; a is the client
 # (sender), b the server.  For each transport (MetaRoCE, rdma_rxe) one bulk
 # RDMA Write run of mr_ktraffic (64 KiB, 16 in flight) is profiled on both
-# guests, and each side prints:
+# guests (for tcp, one iperf3 flow a -> b), and each side prints:
 #   PROFILE <transport> <role> <metric> <value>   goodput, CPU ms per MB (from the
 #                                                 guest's /proc/stat), packets per MB,
 #                                                 engine counters
@@ -56,9 +56,9 @@ case $use_bpf in
 *) bpf_list=$use_bpf use_bpf=1 ;;
 esac
 # On a fabric (vm.sh --links K) the devices sit on the endpoint's fab0, as in make bench.
-nd=eth0 addr=${MR_ADDR%/*}
+nd=eth0 addr=${MR_ADDR%/*} peer_addr=$MR_PEER
 if [ "${MR_LINKS:-0}" != 0 ]; then
-	nd=fab0 addr=$MR_EP
+	nd=fab0 addr=$MR_EP peer_addr=$MR_PEER_EP
 	for ((i = 1; i <= MR_LINKS; i++)); do
 		fabric_shape "$i" "${netem:-loss 0%}" || exit 1
 	done
@@ -173,7 +173,18 @@ for t in $transports; do
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
 	read -r irq0 loc0 ctxt0 <<<"$(wakeups)"
-	if [ "$MR_ROLE" = b ]; then
+	if [ "$t" = tcp ]; then
+		# one iperf3 flow a -> b between the devices' addresses (b's server takes one test)
+		if [ "$MR_ROLE" = b ]; then
+			out=$(timeout $((dur + 60)) iperf3 -s -1 -B "$addr" 2>&1)
+		else
+			# until b's server listens (its start takes a while under TCG)
+			for _ in $(seq 20); do
+				sleep 1
+				out=$(timeout $((dur + 30)) iperf3 -c "$peer_addr" -t "$dur" -f M 2>&1) && break
+			done
+		fi
+	elif [ "$MR_ROLE" = b ]; then
 		out=$(kt_load dev_a="${dev[$t]}" role=server timeout_ms=60000)
 	else
 		sleep 1
@@ -184,6 +195,34 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	read -r irq1 loc1 ctxt1 <<<"$(wakeups)"
+	# The run ends here for tcgprof and the host's CPU time (the end mark): what follows
+	# (bpftrace's and the traces' reports: seconds of sed and awk under TCG) is not the
+	# transport's.
+	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
+	if [ "$MR_ROLE" = a ] && [ "$t" = tcp ]; then
+		# iperf3's MBytes are 2^20 bytes; its receiver line holds the bytes moved
+		bytes=$(awk '/receiver$/ { v = $5 * 1048576 } END { if (v != "") printf "%.0f", v }' <<<"$out")
+		mbps=$(awk -v b="${bytes:-0}" -v s="$dur" 'BEGIN { printf "%.2f", b / 1e6 / s }')
+		[ -n "$bytes" ] || echo "# $t: the run failed: $out"
+		pair_tell "bytes$step" "${bytes:-0}"
+		say "$t a goodput_MBps $mbps"
+	elif [ "$MR_ROLE" = a ]; then
+		bytes=$(sed -n "s/^mr_ktraffic: $op count=.* bytes=\\([0-9]*\\) .*/\\1/p" <<<"$out")
+		mbps=$(sed -n "s/^mr_ktraffic: $op count=.* MBps=\\([0-9.]*\\) .*/\\1/p" <<<"$out")
+		echo "$out" | grep -q 'PASS' || echo "# $t: the run failed: $out"
+		pair_tell "bytes$step" "${bytes:-0}"
+		say "$t a goodput_MBps ${mbps:-0}"
+		lat=$(sed -n 's/^mr_ktraffic: '"$op"' latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
+		if [ -n "$lat" ]; then
+			read -r p50 p99 pmax <<<"$lat"
+			say "$t a ${op}_p50_us $p50"
+			say "$t a ${op}_p99_us $p99"
+			say "$t a ${op}_max_us $pmax"
+		fi
+	else
+		bytes=$(pair_hear "bytes$step" 60)
+	fi
+	echo "PROFILE-MARK $t end ${bytes:-0}"
 	[ -z "$perf_pid" ] || wait "$perf_pid"
 	if [ -n "$bpf_pid" ]; then
 		kill -INT "$bpf_pid"
@@ -228,24 +267,6 @@ for t in $transports; do
 						t, r, p, pn[p], pc[p] / pn[p], po[p] / pn[p], ps[p] / pn[p], pm[p] / pn[p]
 			}'
 	fi
-	# Both sides learn the client's byte count: the server's CPU is per MB it took in.
-	if [ "$MR_ROLE" = a ]; then
-		bytes=$(sed -n "s/^mr_ktraffic: $op count=.* bytes=\\([0-9]*\\) .*/\\1/p" <<<"$out")
-		mbps=$(sed -n "s/^mr_ktraffic: $op count=.* MBps=\\([0-9.]*\\) .*/\\1/p" <<<"$out")
-		echo "$out" | grep -q 'PASS' || echo "# $t: the run failed: $out"
-		pair_tell "bytes$step" "${bytes:-0}"
-		say "$t a goodput_MBps ${mbps:-0}"
-		lat=$(sed -n 's/^mr_ktraffic: '"$op"' latency .* p50_us=\([0-9.]*\) p99_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1 \2 \3/p' <<<"$out")
-		if [ -n "$lat" ]; then
-			read -r p50 p99 pmax <<<"$lat"
-			say "$t a ${op}_p50_us $p50"
-			say "$t a ${op}_p99_us $p99"
-			say "$t a ${op}_max_us $pmax"
-		fi
-	else
-		bytes=$(pair_hear "bytes$step" 60)
-	fi
-	echo "PROFILE-MARK $t end ${bytes:-0}"
 	mb=$(awk -v b="${bytes:-0}" 'BEGIN { printf "%.3f", b / 1e6 }')
 	if awk -v m="$mb" 'BEGIN { exit !(m > 0) }'; then
 		busy=$(awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.3f", t ? b / t : 0 }')

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # make profile [PROFILE_SECONDS=8] [PROFILE_TRANSPORTS="metaroce rxe"] [PROFILE_PERF=1]
+# (PROFILE_TRANSPORTS may name tcp: one iperf3 flow between the same addresses, for
+# TCP's goodput, CPU and tcgprof counts beside the RDMA transports')
 # [PROFILE_MODPARAMS="tx_gso=0"] [PROFILE_LINKS=8 [PROFILE_NETEM="loss 1%"]]
 # [PROFILE_SIZE=64 PROFILE_DEPTH=1] (the latency run: p50, p99 and max are printed)
 # [PROFILE_OP=read] (mr_ktraffic's op instead of write: for a read the server b sends the data)
@@ -112,14 +114,16 @@ if [ "$tcg" = 1 ]; then
 	done
 fi
 awk '
+	function ratio(x, y) { return (x != "" && y != "" && y + 0 != 0) ? sprintf("%.2f", x / y) : "-" }
 	{ v[$1 " " $2 " " $3] = $4; m[$3] = 1; s[$2] = 1 }
 	END {
-		printf "%-22s %6s %12s %12s %8s\n", "metric", "side", "metaroce", "rxe", "ratio"
+		printf "%-24s %4s %10s %10s %10s %8s %8s\n", "metric", "side", "metaroce", "rxe", "tcp",
+			"mr/rxe", "mr/tcp"
 		for (k in m) for (r in s) {
-			a = v["metaroce " r " " k]; b = v["rxe " r " " k]
-			if (a == "" && b == "") continue
-			ratio = (a != "" && b != "" && b + 0 != 0) ? sprintf("%.2f", a / b) : "-"
-			printf "%-22s %6s %12s %12s %8s\n", k, r, a == "" ? "-" : a, b == "" ? "-" : b, ratio
+			a = v["metaroce " r " " k]; b = v["rxe " r " " k]; c = v["tcp " r " " k]
+			if (a == "" && b == "" && c == "") continue
+			printf "%-24s %4s %10s %10s %10s %8s %8s\n", k, r, a == "" ? "-" : a,
+				b == "" ? "-" : b, c == "" ? "-" : c, ratio(a, b), ratio(a, c)
 		}
 	}' "$out.tsv" | sort -k1,1 -k2,2
 echo
