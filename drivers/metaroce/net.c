@@ -2,6 +2,7 @@
 /* Our packets onto the wire: route (cached per path), UDP and IP encapsulation, xmit. */
 
 #include <linux/inetdevice.h>
+#include <linux/jhash.h>
 #include <net/addrconf.h>
 #include <net/dst_cache.h>
 #include <net/inet_ecn.h>
@@ -125,6 +126,27 @@ drop:
 }
 
 /*
+ * The flow hash of a packet with these addresses and ports, set before it leaves:
+ * what a connected UDP socket's sk_txhash gives its packets.  Without one, whatever
+ * hashes the packet on this host (ECMP routes, RPS, a bond, a multiqueue device)
+ * dissects it and hashes the keys per packet: on the bench's fabric, whose router
+ * sits in the sender guest, that was 1,000 instructions a packet (tcgprof), where TCP
+ * has its socket's.  It follows the source port, as the 5-tuple hash it stands in
+ * for does: a path that re-rolls its entropy ([MR-PATH-2]) is hashed anew.
+ */
+static void metaroce_set_flow_hash(struct sk_buff *skb, const struct in6_addr *saddr,
+				   const struct in6_addr *daddr, u16 sport)
+{
+	static u32 seed __read_mostly;
+	u32 hash;
+
+	net_get_random_once(&seed, sizeof(seed));
+	hash = jhash_3words(ipv6_addr_hash(saddr), ipv6_addr_hash(daddr),
+			    (u32)sport << 16 | metaroce_udp_port, seed);
+	skb_set_hash(skb, hash ?: 1, PKT_HASH_TYPE_L4);
+}
+
+/*
  * Send one MetaRoCE packet (skb->data at our header) from the device's netdev,
  * over IPv4 for v4-mapped addresses and IPv6 otherwise; sport is the path's
  * entropy.  dc, if not NULL, caches the route of exactly these addresses and
@@ -134,6 +156,7 @@ drop:
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
 		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos)
 {
+	metaroce_set_flow_hash(skb, saddr, daddr, sport);
 	if (ipv6_addr_v4mapped(daddr))
 		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport,
 				   dc, tos);
