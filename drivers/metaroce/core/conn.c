@@ -56,6 +56,7 @@ int mr_conn_open_stream(struct mr_conn *c, u32 local_id, u32 peer_id, struct mr_
 {
 	u32 i;
 
+	mr_conn_touch(c);
 	if (!mem)
 		return -1;
 	for (i = 0; i < MR_CONN_STREAMS; i++) {
@@ -79,6 +80,7 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	struct mr_rx_stream *rs;
 	u32 i;
 
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS)
 		return;
 	ts = c->tx[slot];
@@ -125,6 +127,7 @@ bool mr_conn_stream_unused(const struct mr_conn *c, u32 slot)
 
 void mr_conn_end(struct mr_conn *c)
 {
+	mr_conn_touch(c);
 	c->ended = true;
 }
 
@@ -133,6 +136,7 @@ struct mr_stream *mr_conn_close_stream(struct mr_conn *c, u32 slot)
 	struct mr_stream *mem;
 	u32 p, psn;
 
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS || !c->mem[slot])
 		return NULL;
 	if (c->rx[slot]->in_use) {
@@ -182,6 +186,7 @@ int mr_conn_post_wr(struct mr_conn *c, u32 slot, const struct mr_wr *wr)
 	struct mr_tx_msg *m;
 	bool request = mr_opcode_is_request(wr->opcode);
 
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use || wr->len > MR_MAX_MSG_LEN)
 		return -1;
 	if (c->ended)
@@ -248,6 +253,7 @@ int mr_conn_post(struct mr_conn *c, u32 slot, u8 opcode, u32 len, u64 va, u32 rk
 
 void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us)
 {
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use)
 		return;
 	c->tx[slot]->rnr_retry = rnr_retry;
@@ -256,6 +262,7 @@ void mr_conn_set_rnr(struct mr_conn *c, u32 slot, u8 rnr_retry, u32 min_rnr_us)
 
 void mr_conn_set_rd_atomic(struct mr_conn *c, u32 slot, u32 max_rd_atomic)
 {
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS || !c->tx[slot]->in_use)
 		return;
 	/* 0 (a consumer that never set it) allows one, as RoCE hardware does */
@@ -291,6 +298,7 @@ void mr_conn_fail(struct mr_conn *c, u8 status)
 {
 	u32 i, msn;
 
+	mr_conn_touch(c);
 	c->failed = true;
 	for (i = 0; i < c->n_slots; i++) {
 		struct mr_tx_stream *ts = c->tx[i];

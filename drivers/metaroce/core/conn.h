@@ -106,6 +106,26 @@ struct mr_stream {
 	struct mr_rx_stream rx;
 };
 
+/* What the sender needs of all its paths for one packet, summed in one pass. */
+struct mr_conn_sums {
+	u32 outstanding;	/* packets in flight */
+	u32 window;		/* [MR-CC-6] the connection's window */
+	u64 min_srtt;		/* [MR-CC-7] the lowest SRTT of an ACTIVE path; 0: none */
+};
+
+/*
+ * mr_conn_next_packet()'s view of the paths between the packets of one transmit run:
+ * valid while it is called again at the same now with nothing else called on the
+ * connection in between.  Its own data packets are then the only change, and they add
+ * one to a path's outstanding count and make no probe or tail probe due that was not.
+ */
+struct mr_tx_run {
+	bool valid;
+	u32 events;		/* mr_conn.tx_events it was taken at */
+	u64 now;
+	struct mr_conn_sums sums;	/* the sums, outstanding counting its packets */
+};
+
 struct mr_conn {
 	struct mr_conn_cfg cfg;
 	const struct mr_conn_ops *ops;	/* NULL: everything may be placed and executed */
@@ -169,7 +189,18 @@ struct mr_conn {
 	u32 window_full;	/* asked for a packet with the window full, [MR-CC-6] */
 	u64 ack_inflight_sum;	/* each ACK's path: its outstanding PSNs as it came, summed */
 	u32 inflight_max;	/* the most PSNs one path had outstanding as an ACK came */
+	u32 tx_events;		/* calls that may change what tx_run holds (mr_conn_touch()) */
+	struct mr_tx_run tx_run;
 };
+
+/*
+ * Every entry point that changes the connection but mr_conn_next_packet() calls this
+ * first: the transmit run's view (mr_tx_run) is stale after it.
+ */
+static inline void mr_conn_touch(struct mr_conn *c)
+{
+	c->tx_events++;
+}
 
 /* A packet to send: header fields in pkt; the caller attaches the payload. */
 struct mr_tx_desc {

@@ -237,6 +237,7 @@ enum mr_rx_result mr_conn_receive(struct mr_conn *c, u64 now, const struct mr_pk
 	u32 slot = 0, info = 0;
 	u8 code = 0;
 
+	mr_conn_touch(c);
 	if (c->failed)
 		goto drop;
 	if (bth->opcode == MR_OP_ACK) {
@@ -517,6 +518,7 @@ void mr_conn_ack_stream_end(struct mr_conn *c, u32 copies)
 {
 	u32 p, best = 0, next = MR_MAX_PATHS;
 
+	mr_conn_touch(c);
 	/*
 	 * [MR-ACK-9] on the path that heard from the peer last, by the peer's clock: it
 	 * worked a moment ago, and [MR-ACK-8] sends the ACK back the way that came.  A

@@ -103,13 +103,6 @@ static u32 mr_conn_outstanding(const struct mr_conn *c)
 	return n;
 }
 
-/* What the sender needs of all its paths for one packet, summed in one pass. */
-struct mr_conn_sums {
-	u32 outstanding;	/* packets in flight */
-	u32 window;		/* [MR-CC-6] the connection's window */
-	u64 min_srtt;		/* [MR-CC-7] the lowest SRTT of an ACTIVE path; 0: none */
-};
-
 static void mr_conn_sum(const struct mr_conn *c, struct mr_conn_sums *s)
 {
 	u32 p, w = 0;
@@ -400,6 +393,7 @@ static void mr_record_sent(struct mr_conn *c, struct mr_path_tx *tp, const struc
  */
 void mr_conn_challenge(struct mr_conn *c)
 {
+	mr_conn_touch(c);
 	c->challenge = true;
 }
 
@@ -570,6 +564,7 @@ static bool mr_pace_idle(struct mr_conn *c)
 bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 {
 	struct mr_conn_sums sums;
+	struct mr_tx_run *run;
 	struct mr_path_tx *tp;
 	struct mr_tx_msg *m;
 	struct mr_pick pick;
@@ -607,10 +602,22 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	 * forever). The slots go on in pace_ns.
 	 */
 	c->next_send_ns = 0;
-	if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
-		return true;
+	/*
+	 * Within a transmit run (struct mr_tx_run) a probe or tail probe due at now was
+	 * sent by the first call, and the sums only count this run's data packets.
+	 */
+	run = &c->tx_run;
+	if (!run->valid || run->now != now || run->events != c->tx_events) {
+		run->valid = false;
+		if (mr_next_probe(c, now, out) || mr_next_tlp(c, now, out))
+			return true;
+		mr_conn_sum(c, &run->sums);
+		run->valid = true;
+		run->now = now;
+		run->events = c->tx_events;
+	}
 	/* The sums before this packet; picking it changes none of them. */
-	mr_conn_sum(c, &sums);
+	sums = run->sums;
 	if (sums.outstanding >= sums.window) {
 		c->window_full++;
 		return mr_pace_idle(c);
@@ -627,6 +634,7 @@ bool mr_conn_next_packet(struct mr_conn *c, u64 now, struct mr_tx_desc *out)
 	mr_fill_packet(c, now, &pick, tp, (u32)path, out);
 
 	mr_record_sent(c, tp, &pick, m->round, now, sums.outstanding);
+	run->sums.outstanding++;
 	m->rnr_until_ns = 0;
 	if (pick.probe) {
 		m->all_acked_ns = now;
@@ -839,6 +847,7 @@ void mr_conn_on_ack(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	bool gap = false;
 #endif
 
+	mr_conn_touch(c);
 	if (pkt->bth.opcode != MR_OP_ACK || path >= c->cfg.n_paths)
 		return;
 	tp = &c->tx_path[path];
@@ -993,6 +1002,7 @@ void mr_conn_on_timer(struct mr_conn *c, u64 now)
 {
 	u32 p;
 
+	mr_conn_touch(c);
 	if (c->failed)
 		return;
 	/*
@@ -1035,6 +1045,7 @@ void mr_conn_on_nak(struct mr_conn *c, u64 now, const struct mr_pkt *pkt)
 	struct mr_tx_stream *st = NULL;
 	struct mr_tx_msg *m;
 
+	mr_conn_touch(c);
 	c->naks_received++;
 	for (s = 0; s < c->n_slots && !st; s++)
 		if (c->tx[s]->in_use && c->tx[s]->dest == pkt->bth.stream)
@@ -1067,6 +1078,7 @@ void mr_conn_abort_response(struct mr_conn *c, u32 slot, u32 msn, u8 code)
 	struct mr_tx_msg *r;
 	struct mr_rx_stream *st;
 
+	mr_conn_touch(c);
 	if (slot >= MR_CONN_STREAMS)
 		return;
 	r = mr_tx_stream_resp(c->tx[slot], msn);

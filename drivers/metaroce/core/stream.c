@@ -44,6 +44,7 @@ void mr_tx_msg_restart(struct mr_tx_msg *m, u64 not_before_ns)
 	m->acked_count = 0;
 	memset(m->acked, 0, sizeof(m->acked));
 	memset(m->lost, 0, sizeof(m->lost));
+	m->n_lost = 0;
 	m->rnr_until_ns = not_before_ns;
 }
 
@@ -93,7 +94,7 @@ bool mr_tx_msg_next_index(const struct mr_tx_msg *m, u32 *idx, bool *is_retx)
 
 	if (m->state != MR_MSG_OPEN)
 		return false;
-	first_lost = mr_bits_first_set(m->lost);
+	first_lost = m->n_lost ? mr_bits_first_set(m->lost) : MR_SACK_BITS;
 	if (first_lost < MR_SACK_BITS) {
 		*idx = m->base + first_lost;
 		*is_retx = true;
@@ -108,12 +109,21 @@ bool mr_tx_msg_next_index(const struct mr_tx_msg *m, u32 *idx, bool *is_retx)
 	return false;
 }
 
+/* Clears the lost bit of idx (at or after base), keeping n_lost. */
+static void mr_tx_msg_found(struct mr_tx_msg *m, u32 idx)
+{
+	if (m->n_lost && mr_bits_test(m->lost, idx - m->base)) {
+		mr_bits_clear(m->lost, idx - m->base);
+		m->n_lost--;
+	}
+}
+
 void mr_tx_msg_on_sent(struct mr_tx_msg *m, u32 idx)
 {
 	if (idx == m->next_new)
 		m->next_new++;
 	if (idx >= m->base)
-		mr_bits_clear(m->lost, idx - m->base);
+		mr_tx_msg_found(m, idx);
 }
 
 bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx)
@@ -128,13 +138,14 @@ bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now)
 	if (m->state != MR_MSG_OPEN || idx >= m->npkts || mr_tx_msg_is_acked(m, idx))
 		return false;
 	mr_bits_set(m->acked, idx - m->base);
-	mr_bits_clear(m->lost, idx - m->base);
+	mr_tx_msg_found(m, idx);
 	m->acked_count++;
 	run = mr_bits_trailing_ones(m->acked);
 	if (run) {
 		m->base += run;
 		mr_bits_shift_down(m->acked, run);
-		mr_bits_shift_down(m->lost, run);
+		if (m->n_lost)	/* the bits shifted out are acknowledged, never lost */
+			mr_bits_shift_down(m->lost, run);
 	}
 	if (m->acked_count == m->npkts) {
 		m->all_acked_ns = now;
@@ -145,8 +156,11 @@ bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now)
 
 void mr_tx_msg_on_lost(struct mr_tx_msg *m, u32 idx)
 {
-	if (m->state == MR_MSG_OPEN && idx < m->npkts && !mr_tx_msg_is_acked(m, idx))
+	if (m->state == MR_MSG_OPEN && idx < m->npkts && !mr_tx_msg_is_acked(m, idx) &&
+	    !mr_bits_test(m->lost, idx - m->base)) {
 		mr_bits_set(m->lost, idx - m->base);
+		m->n_lost++;
+	}
 }
 
 bool mr_tx_stream_on_msgack(struct mr_tx_stream *st, u32 msn_cum)

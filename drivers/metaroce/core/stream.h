@@ -23,6 +23,7 @@ struct mr_tx_msg {
 	u32 acked_count;
 	u32 acked[MR_SACK_WORDS];	/* bit i: index base + i acknowledged */
 	u32 lost[MR_SACK_WORDS];	/* bit i: index base + i needs retransmission */
+	u32 n_lost;		/* bits set in lost: the sender looks for them only if any */
 	u32 rsn;
 	u32 rkey;
 	u16 last_flags;		/* SOLICITED, IMM, INV: carried by the LAST packet */

@@ -171,6 +171,38 @@ TEST(Counters, PacketsInFlightAreCountedAsEachAckComes)
 	EXPECT_EQ(p.a->tx_path[0].outstanding, 0u);
 }
 
+// mr_conn_next_packet() keeps its sums and its "no probe due" between the calls of one
+// transmit run at one now (struct mr_tx_run): an ACK or a challenge between two calls at
+// the same now must still be seen.
+TEST(Sender, ATransmitRunSeesWhatCameBetweenItsCalls)
+{
+	Pair p(1);
+	ASSERT_EQ(mr_conn_post(p.a.get(), 0, MR_OP_WRITE, 512 * 4096, 0x1000, 1, 0), 0);
+	const u64 t = 30000;
+	std::vector<mr_tx_desc> sent;
+	mr_tx_desc d;
+	while (mr_conn_next_packet(p.a.get(), 0, &d))
+		sent.push_back(d);
+	ASSERT_FALSE(sent.empty());
+	ASSERT_LT(sent.size(), 512u) << "the window stops the first run";
+	mr_place pl;
+	mr_pkt ack;
+	for (auto &x : sent)
+		mr_conn_receive(p.b.get(), 10, &x.pkt, false, &pl);
+	ASSERT_TRUE(mr_conn_next_ack(p.b.get(), 20000, &ack));
+
+	const u32 full = p.a->window_full;
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), t, &d)) << "the window is still full";
+	EXPECT_EQ(p.a->window_full, full + 1);
+	mr_conn_challenge(p.a.get());
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t, &d));
+	EXPECT_EQ(d.pkt.bth.opcode, MR_OP_PROBE) << "the challenge at the same now goes";
+	EXPECT_FALSE(mr_conn_next_packet(p.a.get(), t, &d)) << "the window is full again";
+	mr_conn_on_ack(p.a.get(), t, &ack);
+	ASSERT_TRUE(mr_conn_next_packet(p.a.get(), t, &d)) << "the ACK at the same now opened it";
+	EXPECT_EQ(d.pkt.bth.opcode, MR_OP_WRITE);
+}
+
 // [MR-CC-7] [MR-CC-11] paced at the hint: on time, one packet per gap; woken late, the
 // packets whose slots have passed go at once, at most MR_PACE_BURST of them, so a coarse
 // timer does not cap the rate at one packet per wake-up.
@@ -1129,6 +1161,54 @@ TEST(Stream, SenderStaysWithinMessagePacketWindow_MR_REL_8)
 	ASSERT_TRUE(mr_tx_msg_next_index(&m, &idx, &retx));
 	EXPECT_EQ(idx, 256u);
 	EXPECT_EQ(m.base, 2u);
+}
+
+// The sender looks for lost packets only in a message whose n_lost says it has some:
+// over random sends, losses and deliveries n_lost is the number of bits set in lost,
+// and the next index is what a scan of the bits and the acknowledgments would pick.
+TEST(Stream, LostCountFollowsTheLostBits)
+{
+	std::mt19937 rng(7);
+	for (int round = 0; round < 50; round++) {
+		mr_tx_msg m{};
+		m.state = MR_MSG_OPEN;
+		m.npkts = 300;
+		std::vector<int> state(m.npkts, 0);	// 0 unsent, 1 sent, 2 lost, 3 acked
+		for (int step = 0; step < 2000; step++) {
+			u32 idx;
+			bool retx;
+			u32 r = rng() % 3;
+			if (r == 0 && mr_tx_msg_next_index(&m, &idx, &retx)) {
+				// the reference: the lowest lost index first, else the next new one
+				u32 want = m.npkts;
+				for (u32 i = 0; i < m.npkts && want == m.npkts; i++)
+					if (state[i] == 2)
+						want = i;
+				EXPECT_EQ(retx, want < m.npkts);
+				if (want < m.npkts) {
+					EXPECT_EQ(idx, want);
+				}
+				mr_tx_msg_on_sent(&m, idx);
+				state[idx] = 1;
+				continue;
+			}
+			u32 i = rng() % m.npkts;
+			if (i < m.base || state[i] == 0 || state[i] == 3)
+				continue;
+			if (r == 1) {
+				mr_tx_msg_on_lost(&m, i);
+				state[i] = 2;
+			} else {
+				mr_tx_msg_on_delivered(&m, i, 0);
+				state[i] = 3;
+			}
+			u32 bits = 0;
+			for (u32 w = 0; w < MR_SACK_WORDS; w++)
+				bits += (u32)__builtin_popcount(m.lost[w]);
+			ASSERT_EQ(m.n_lost, bits) << "round " << round << " step " << step;
+			ASSERT_EQ(m.n_lost, (u32)std::count(state.begin(), state.end(), 2));
+		}
+	}
 }
 
 // [MR-REL-9] at most 64 open messages per stream.
