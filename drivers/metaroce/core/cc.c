@@ -20,11 +20,6 @@ void mr_cc_init(struct mr_cc_path *cc, u32 cwnd_pkts, u32 next_psn)
 	cc->round_min_excess_ns = MR_CC_NO_SAMPLE;
 }
 
-u32 mr_cc_window(const struct mr_cc_path *cc)
-{
-	return mr_max_u32(cc->cwnd_q10 / MR_Q10, MR_MIN_CWND);
-}
-
 /*
  * [MR-CC-4] a round that lost packets cuts by 1/8 only if it also showed a
  * queue (a CE mark or the delay signal), or if over 1/8 of the packets were

@@ -39,7 +39,11 @@ struct mr_cc_path {
 
 void mr_cc_init(struct mr_cc_path *cc, u32 cwnd_pkts, u32 next_psn);
 /* Whole packets the window allows in flight. */
-u32 mr_cc_window(const struct mr_cc_path *cc);
+static inline u32 mr_cc_window(const struct mr_cc_path *cc)
+{
+	return mr_max_u32(cc->cwnd_q10 / MR_Q10, MR_MIN_CWND);
+}
+
 /*
  * An ACK delivered `delivered` PSNs and echoed ce/pkts; excess_ns is how far its RTT
  * sample is above min_rtt + max(MR_RTT_TARGET, 4 RTTVAR), or MR_CC_NO_SAMPLE; una

@@ -12,28 +12,6 @@ void mr_path_init(struct mr_path_tx *p, u32 first_psn, u16 entropy, u8 state, u3
 	mr_cc_init(&p->cc, cwnd, first_psn);
 }
 
-u32 mr_path_free_window(const struct mr_path_tx *p)
-{
-	u32 limit, span = p->next_psn - p->una;
-
-	if (p->repath)
-		return 0;	/* [MR-PATH-10] draining before it moves */
-	switch (p->state) {
-	case MR_PATH_ACTIVE:
-		limit = mr_cc_window(&p->cc);
-		break;
-	case MR_PATH_PROBE:
-	case MR_PATH_SUSPECT:
-		limit = 1;
-		break;
-	default:
-		return 0;
-	}
-	if (p->outstanding >= limit || span >= MR_SACK_BITS)
-		return 0;
-	return mr_min_u32(limit - p->outstanding, MR_SACK_BITS - span);
-}
-
 /*
  * [MR-REL-3] an idle path's estimate ages: after MR_RTT_STALE_SRTTS SRTTs with nothing
  * outstanding it says little about the path now (it may date from a stall, or from the
@@ -50,11 +28,6 @@ bool mr_path_rtt_stale(const struct mr_path_tx *p, u64 now)
 bool mr_path_can_send(const struct mr_path_tx *p)
 {
 	return mr_path_free_window(p) > 0;
-}
-
-struct mr_tx_rec *mr_path_rec(struct mr_path_tx *p, u32 psn)
-{
-	return &p->rec[psn % MR_SACK_BITS];
 }
 
 void mr_path_advance_una(struct mr_path_tx *p)

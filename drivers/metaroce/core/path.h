@@ -110,10 +110,37 @@ struct mr_rto_cfg {
 void mr_path_init(struct mr_path_tx *p, u32 first_psn, u16 entropy, u8 state, u32 cwnd);
 /* [MR-SACK-1] [MR-CC-1] [MR-PATH-4] may this path send one more sequenced packet? */
 bool mr_path_can_send(const struct mr_path_tx *p);
-u32 mr_path_free_window(const struct mr_path_tx *p);
+
+static inline u32 mr_path_free_window(const struct mr_path_tx *p)
+{
+	u32 limit, span = p->next_psn - p->una;
+
+	if (p->repath)
+		return 0;	/* [MR-PATH-10] draining before it moves */
+	switch (p->state) {
+	case MR_PATH_ACTIVE:
+		limit = mr_cc_window(&p->cc);
+		break;
+	case MR_PATH_PROBE:
+	case MR_PATH_SUSPECT:
+		limit = 1;
+		break;
+	default:
+		return 0;
+	}
+	if (p->outstanding >= limit || span >= MR_SACK_BITS)
+		return 0;
+	return mr_min_u32(limit - p->outstanding, MR_SACK_BITS - span);
+}
+
 bool mr_path_rtt_stale(const struct mr_path_tx *p, u64 now);
 void mr_path_rtt_sample(struct mr_path_tx *p, u64 sample_ns);
-struct mr_tx_rec *mr_path_rec(struct mr_path_tx *p, u32 psn);
+
+static inline struct mr_tx_rec *mr_path_rec(struct mr_path_tx *p, u32 psn)
+{
+	return &p->rec[psn % MR_SACK_BITS];
+}
+
 /* Move una past PSNs that are no longer outstanding. */
 void mr_path_advance_una(struct mr_path_tx *p);
 

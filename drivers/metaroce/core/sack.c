@@ -2,23 +2,6 @@
 /* Per-path receive SACK state: cum_psn plus a bitvector of the 256 PSNs after it. */
 #include "sack.h"
 
-bool mr_bits_test(const u32 *bits, u32 i)
-{
-	return i < MR_SACK_BITS && (bits[i / 32] >> (i % 32)) & 1;
-}
-
-void mr_bits_set(u32 *bits, u32 i)
-{
-	if (i < MR_SACK_BITS)
-		bits[i / 32] |= 1U << (i % 32);
-}
-
-void mr_bits_clear(u32 *bits, u32 i)
-{
-	if (i < MR_SACK_BITS)
-		bits[i / 32] &= ~(1U << (i % 32));
-}
-
 void mr_bits_shift_down(u32 *bits, u32 n)
 {
 	u32 words = n / 32, shift = n % 32, top, i;

@@ -31,9 +31,23 @@ void mr_sack_rx_init(struct mr_sack_rx *s, u32 initial_psn);
 enum mr_sack_verdict mr_sack_rx_classify(const struct mr_sack_rx *s, u32 psn);
 enum mr_sack_verdict mr_sack_rx_record(struct mr_sack_rx *s, u32 psn);
 
-bool mr_bits_test(const u32 *bits, u32 i);
-void mr_bits_set(u32 *bits, u32 i);
-void mr_bits_clear(u32 *bits, u32 i);
+static inline bool mr_bits_test(const u32 *bits, u32 i)
+{
+	return i < MR_SACK_BITS && (bits[i / 32] >> (i % 32)) & 1;
+}
+
+static inline void mr_bits_set(u32 *bits, u32 i)
+{
+	if (i < MR_SACK_BITS)
+		bits[i / 32] |= 1U << (i % 32);
+}
+
+static inline void mr_bits_clear(u32 *bits, u32 i)
+{
+	if (i < MR_SACK_BITS)
+		bits[i / 32] &= ~(1U << (i % 32));
+}
+
 /* Drop the n lowest bits, moving the rest toward bit 0. */
 void mr_bits_shift_down(u32 *bits, u32 n);
 u32 mr_bits_trailing_ones(const u32 *bits);

@@ -168,8 +168,9 @@ static bool mr_pick_response(struct mr_conn *c, u32 slot, struct mr_pick *first_
 
 /*
  * [MR-REL-1] retransmissions before new data; [MR-CC-13] streams round-robin. Message
- * probes come between the two. Changes nothing: also asks whether there is a packet to
- * send at all (the pacer, mr_conn_next_packet()).
+ * probes come between the two. Changes nothing but where the next scan of a stream
+ * starts (mr_tx_stream.scan_msn): also asks whether there is a packet to send at all
+ * (the pacer, mr_conn_next_packet()).
  */
 static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 {
@@ -180,14 +181,23 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 	for (k = 0; k < c->n_slots; k++) {
 		u32 slot = (c->rr_stream + k) % c->n_slots;
 		struct mr_tx_stream *st = c->tx[slot];
+		bool inert = true;	/* the messages so far have nothing for us */
 
 		if (!st->in_use)
 			continue;
-		for (msn = st->msn_acked; msn != st->next_msn; msn++) {
+		/* where this run's last scan of the stream found the first message that had */
+		msn = st->scan_now == now && st->scan_events == c->tx_events ? st->scan_msn :
+									     st->msn_acked;
+		st->scan_now = now;
+		st->scan_events = c->tx_events;
+		st->scan_msn = msn;
+		for (; msn != st->next_msn; msn++) {
 			struct mr_tx_msg *m = mr_tx_stream_msg(st, msn);
 			bool retx = false, untouched;
 			u32 idx;
 
+			if (inert)
+				st->scan_msn = msn;
 			if (m->state != MR_MSG_OPEN || m->msn != msn)
 				continue;
 			if (mr_tx_stream_in_error(st, msn))
@@ -198,6 +208,7 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 				continue;
 			untouched = mr_tx_msg_untouched(m);
 			if (mr_tx_msg_next_index(m, &idx, &retx)) {
+				inert = false;
 				if (retx) {
 					*pick = mr_make_pick(slot, msn, idx, true, false);
 					return true;
@@ -206,15 +217,19 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 					first_new = mr_make_pick(slot, msn, idx, false, false);
 					have_new = true;
 				}
-			} else if (m->acked_count == m->npkts && !have_probe &&
-				   now >= mr_msg_probe_at(c, m)) {
-				first_probe = mr_make_pick(slot, msn, m->npkts - 1, true, true);
-				have_probe = true;
+			} else if (m->acked_count == m->npkts && now >= mr_msg_probe_at(c, m)) {
+				inert = false;
+				if (!have_probe) {
+					first_probe = mr_make_pick(slot, msn, m->npkts - 1, true, true);
+					have_probe = true;
+				}
 			}
 			/* the rest of the stream is untouched too: nothing to resend or probe */
 			if (untouched)
 				break;
 		}
+		if (inert)
+			st->scan_msn = msn;
 		if (mr_pick_response(c, slot, &first_new, &have_new)) {
 			*pick = first_new;
 			return true;

@@ -57,26 +57,6 @@ void mr_tx_stream_error(struct mr_tx_stream *st, u32 msn, u8 status)
 	st->err_status = status;
 }
 
-bool mr_tx_stream_in_error(const struct mr_tx_stream *st, u32 msn)
-{
-	return st->err && !mr_seq_before(msn, st->err_msn);
-}
-
-struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn)
-{
-	return &st->msg[msn % MR_STREAM_MAX_MSGS];
-}
-
-bool mr_tx_msg_untouched(const struct mr_tx_msg *m)
-{
-	return !m->next_new && !m->round && !m->rnr_until_ns;
-}
-
-struct mr_tx_msg *mr_tx_stream_resp(struct mr_tx_stream *st, u32 msn)
-{
-	return &st->resp[msn % MR_STREAM_MAX_MSGS];
-}
-
 void mr_tx_resp_set_state(struct mr_tx_stream *st, struct mr_tx_msg *r, u8 state)
 {
 	u64 bit = 1ULL << (r - st->resp);
@@ -124,11 +104,6 @@ void mr_tx_msg_on_sent(struct mr_tx_msg *m, u32 idx)
 		m->next_new++;
 	if (idx >= m->base)
 		mr_tx_msg_found(m, idx);
-}
-
-bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx)
-{
-	return idx < m->base || mr_bits_test(m->acked, idx - m->base);
 }
 
 bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now)

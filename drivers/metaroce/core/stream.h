@@ -61,6 +61,15 @@ struct mr_tx_stream {
 	u32 min_rnr_us;
 	u32 rd_atomic_max;	/* [MR-VERBS-16] Reads and atomics in flight, 1..64 */
 	u32 rd_atomic_open;	/* Reads and atomics posted and not yet completed */
+	/*
+	 * The sender's scan for a packet to send: the messages from msn_acked to scan_msn
+	 * had none to send, resend or probe at scan_now, and have none while nothing else
+	 * is called on the connection (its tx_events still scan_events): the scan of the
+	 * next packet of that transmit run starts at scan_msn.
+	 */
+	u64 scan_now;
+	u32 scan_events;
+	u32 scan_msn;
 	struct mr_tx_msg msg[MR_STREAM_MAX_MSGS];
 	/*
 	 * Responder: READ_RESP and ATOMIC_RESP by msn % MR_STREAM_MAX_MSGS; also the
@@ -121,19 +130,34 @@ u32 mr_msg_npkts(u32 len, u32 pmtu);
 /* Sender. */
 void mr_tx_stream_init(struct mr_tx_stream *st, u32 dest);
 bool mr_tx_stream_can_post(const struct mr_tx_stream *st);
-struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn);
+
+static inline struct mr_tx_msg *mr_tx_stream_msg(struct mr_tx_stream *st, u32 msn)
+{
+	return &st->msg[msn % MR_STREAM_MAX_MSGS];
+}
+
 /* Next packet index to send: lost ones first; returns false if none is allowed now. */
 bool mr_tx_msg_next_index(const struct mr_tx_msg *m, u32 *idx, bool *is_retx);
 void mr_tx_msg_on_sent(struct mr_tx_msg *m, u32 idx);
 /* Returns true if this was the message's last unacknowledged packet. */
 bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now);
 void mr_tx_msg_on_lost(struct mr_tx_msg *m, u32 idx);
-bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx);
+
+static inline bool mr_tx_msg_is_acked(const struct mr_tx_msg *m, u32 idx)
+{
+	return idx < m->base || mr_bits_test(m->acked, idx - m->base);
+}
+
 /* [MR-REL-9] apply a MSGACK; false if it is out of range. */
 bool mr_tx_stream_on_msgack(struct mr_tx_stream *st, u32 msn_cum);
 /* [MR-VERBS-8] enter the error state at msn (the earliest failure wins). */
 void mr_tx_stream_error(struct mr_tx_stream *st, u32 msn, u8 status);
-bool mr_tx_stream_in_error(const struct mr_tx_stream *st, u32 msn);
+
+static inline bool mr_tx_stream_in_error(const struct mr_tx_stream *st, u32 msn)
+{
+	return st->err && !mr_seq_before(msn, st->err_msn);
+}
+
 /* Reads and atomics wait for a response. */
 bool mr_opcode_is_request(u8 opcode);
 /* Requester: all of the response placed. */
@@ -144,9 +168,17 @@ void mr_tx_msg_restart(struct mr_tx_msg *m, u64 not_before_ns);
  * Never sent and not restarted: as new data goes out in MSN order, no later message of
  * the stream has been sent either.
  */
-bool mr_tx_msg_untouched(const struct mr_tx_msg *m);
+static inline bool mr_tx_msg_untouched(const struct mr_tx_msg *m)
+{
+	return !m->next_new && !m->round && !m->rnr_until_ns;
+}
+
 /* Responder: the response slot for msn, and the only way to change a response's state. */
-struct mr_tx_msg *mr_tx_stream_resp(struct mr_tx_stream *st, u32 msn);
+static inline struct mr_tx_msg *mr_tx_stream_resp(struct mr_tx_stream *st, u32 msn)
+{
+	return &st->resp[msn % MR_STREAM_MAX_MSGS];
+}
+
 void mr_tx_resp_set_state(struct mr_tx_stream *st, struct mr_tx_msg *r, u8 state);
 
 /* Receiver. */
