@@ -220,7 +220,8 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 			} else if (m->acked_count == m->npkts && now >= mr_msg_probe_at(c, m)) {
 				inert = false;
 				if (!have_probe) {
-					first_probe = mr_make_pick(slot, msn, m->npkts - 1, true, true);
+					first_probe = mr_make_pick(slot, msn, m->npkts - 1, true,
+								   true);
 					have_probe = true;
 				}
 			}
