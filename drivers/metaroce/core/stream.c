@@ -132,7 +132,7 @@ bool mr_tx_msg_on_delivered(struct mr_tx_msg *m, u32 idx, u64 now)
 void mr_tx_msg_on_lost(struct mr_tx_msg *m, u32 idx)
 {
 	if (m->state == MR_MSG_OPEN && idx < m->npkts && !mr_tx_msg_is_acked(m, idx) &&
-	    !mr_bits_test(m->lost, idx - m->base)) {
+	    idx - m->base < MR_SACK_BITS && !mr_bits_test(m->lost, idx - m->base)) {
 		mr_bits_set(m->lost, idx - m->base);
 		m->n_lost++;
 	}
