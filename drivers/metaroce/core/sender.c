@@ -190,7 +190,6 @@ static bool mr_pick_packet(struct mr_conn *c, u64 now, struct mr_pick *pick)
 									     st->msn_acked;
 		st->scan_now = now;
 		st->scan_events = c->tx_events;
-		st->scan_msn = msn;
 		for (; msn != st->next_msn; msn++) {
 			struct mr_tx_msg *m = mr_tx_stream_msg(st, msn);
 			bool retx = false, untouched;
