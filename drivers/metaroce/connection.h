@@ -40,9 +40,10 @@ struct metaroce_conn {
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
-	/* Each path's route, found once for its source port (net.c). */
+	/* Each path's route and flow hash, found once for its source port (net.c). */
 	struct dst_cache dst[MR_MAX_PATHS];
 	u16 dst_sport[MR_MAX_PATHS];
+	u32 dst_hash[MR_MAX_PATHS];
 
 	struct hrtimer timer;
 	struct work_struct tx_work;

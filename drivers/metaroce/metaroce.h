@@ -471,8 +471,9 @@ int metaroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 
 /* net.c: our packets onto the wire */
 struct dst_cache;
+u32 metaroce_flow_hash(const struct in6_addr *saddr, const struct in6_addr *daddr, u16 sport);
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos);
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos, u32 hash);
 
 /* Receive capacity where neither link_mbps nor the netdev says one (Mbit/s). */
 #define METAROCE_LINK_MBPS_DEFAULT	10000

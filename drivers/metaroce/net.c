@@ -132,10 +132,9 @@ drop:
  * dissects it and hashes the keys per packet: on the bench's fabric, whose router
  * sits in the sender guest, that was 1,000 instructions a packet (tcgprof), where TCP
  * has its socket's.  It follows the source port, as the 5-tuple hash it stands in
- * for does: a path that re-rolls its entropy ([MR-PATH-2]) is hashed anew.
+ * for does: a path that re-rolls its entropy ([MR-PATH-2]) is hashed anew.  Never 0.
  */
-static void metaroce_set_flow_hash(struct sk_buff *skb, const struct in6_addr *saddr,
-				   const struct in6_addr *daddr, u16 sport)
+u32 metaroce_flow_hash(const struct in6_addr *saddr, const struct in6_addr *daddr, u16 sport)
 {
 	static u32 seed __read_mostly;
 	u32 hash;
@@ -143,7 +142,7 @@ static void metaroce_set_flow_hash(struct sk_buff *skb, const struct in6_addr *s
 	net_get_random_once(&seed, sizeof(seed));
 	hash = jhash_3words(ipv6_addr_hash(saddr), ipv6_addr_hash(daddr),
 			    (u32)sport << 16 | metaroce_udp_port, seed);
-	skb_set_hash(skb, hash ?: 1, PKT_HASH_TYPE_L4);
+	return hash ?: 1;
 }
 
 /*
@@ -151,12 +150,13 @@ static void metaroce_set_flow_hash(struct sk_buff *skb, const struct in6_addr *s
  * over IPv4 for v4-mapped addresses and IPv6 otherwise; sport is the path's
  * entropy.  dc, if not NULL, caches the route of exactly these addresses and
  * port (a path's); tos is the IPv4 TOS byte or IPv6 traffic class
- * (metaroce_tos()); BH disabled.  Consumes the skb.
+ * (metaroce_tos()); hash is metaroce_flow_hash() of the addresses and port, or
+ * 0 to have it computed here; BH disabled.  Consumes the skb.
  */
 void metaroce_net_xmit(struct metaroce_dev *mdev, struct sk_buff *skb, struct in6_addr *saddr,
-		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos)
+		       struct in6_addr *daddr, u16 sport, struct dst_cache *dc, u8 tos, u32 hash)
 {
-	metaroce_set_flow_hash(skb, saddr, daddr, sport);
+	skb_set_hash(skb, hash ?: metaroce_flow_hash(saddr, daddr, sport), PKT_HASH_TYPE_L4);
 	if (ipv6_addr_v4mapped(daddr))
 		metaroce_net_xmit4(mdev, skb, saddr->s6_addr32[3], daddr->s6_addr32[3], sport,
 				   dc, tos);

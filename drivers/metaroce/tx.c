@@ -322,6 +322,7 @@ void metaroce_conn_tx_work(struct work_struct *work)
 	while ((skb = __skb_dequeue(&q))) {
 		struct metaroce_tx_cb cb = *metaroce_tx_cb(skb);
 		struct dst_cache *dc = NULL;
+		u32 hash = 0;
 
 		memset(skb->cb, 0, sizeof(skb->cb));
 		if (cb.segs > 1) {
@@ -338,14 +339,17 @@ void metaroce_conn_tx_work(struct work_struct *work)
 			metaroce_count(c->mdev, METAROCE_CNT_TX_GSO_SKBS);
 		}
 		if (cb.path < MR_MAX_PATHS) {
-			/* A path that took a new port (re-rolled) needs a new route. */
+			/* A path that took a new port (re-rolled) needs a new route and hash. */
 			dc = &c->dst[cb.path];
-			if (c->dst_sport[cb.path] != cb.sport) {
+			if (c->dst_sport[cb.path] != cb.sport || !c->dst_hash[cb.path]) {
 				dst_cache_reset(dc);
 				c->dst_sport[cb.path] = cb.sport;
+				c->dst_hash[cb.path] = metaroce_flow_hash(&c->laddr, &c->raddr,
+									  cb.sport);
 			}
+			hash = c->dst_hash[cb.path];
 		}
-		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, cb.sport, dc, cb.tos);
+		metaroce_net_xmit(c->mdev, skb, &c->laddr, &c->raddr, cb.sport, dc, cb.tos, hash);
 	}
 	if (more)
 		metaroce_conn_kick(c);

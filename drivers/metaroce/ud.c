@@ -87,7 +87,7 @@ static void metaroce_ud_tx_work(struct work_struct *work)
 			continue;
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
-		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, NULL, cb.tos);
+		metaroce_net_xmit(mdev, skb, &cb.saddr, &cb.daddr, cb.sport, NULL, cb.tos, 0);
 		metaroce_ud_complete(qp, &cb, IB_WC_SUCCESS);
 	}
 }
