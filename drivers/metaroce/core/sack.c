@@ -2,7 +2,7 @@
 /* Per-path receive SACK state: cum_psn plus a bitvector of the 256 PSNs after it. */
 #include "sack.h"
 
-void mr_bits_shift_down(u32 *bits, u32 n)
+void mr_bits_shift_down_wide(u32 *bits, u32 n)
 {
 	u32 words = n / 32, shift = n % 32, top, i;
 
@@ -23,7 +23,7 @@ void mr_bits_shift_down(u32 *bits, u32 n)
 		bits[i] = 0;
 }
 
-u32 mr_bits_trailing_ones(const u32 *bits)
+u32 mr_bits_trailing_ones_wide(const u32 *bits)
 {
 	u32 n = 0, i, w;
 

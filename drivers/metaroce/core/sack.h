@@ -49,8 +49,36 @@ static inline void mr_bits_clear(u32 *bits, u32 i)
 }
 
 /* Drop the n lowest bits, moving the rest toward bit 0. */
-void mr_bits_shift_down(u32 *bits, u32 n);
-u32 mr_bits_trailing_ones(const u32 *bits);
+void mr_bits_shift_down_wide(u32 *bits, u32 n);
+u32 mr_bits_trailing_ones_wide(const u32 *bits);
+
+/*
+ * Shift a 256-bit vector down by n bits (bit n becomes bit 0).  Per packet a receiver
+ * shifts its path's vector and its message's, which in order hold bits in word 0 at
+ * most: that case stays inline.
+ */
+static inline void mr_bits_shift_down(u32 *bits, u32 n)
+{
+	u32 rest = 0, i;
+
+	if (!n)
+		return;
+	for (i = 1; i < MR_SACK_WORDS; i++)
+		rest |= bits[i];
+	if (rest) {
+		mr_bits_shift_down_wide(bits, n);
+		return;
+	}
+	bits[0] = n < 32 ? bits[0] >> n : 0;
+}
+
+/* The run of set bits from bit 0: usually shorter than a word. */
+static inline u32 mr_bits_trailing_ones(const u32 *bits)
+{
+	if (bits[0] != 0xffffffffU)
+		return (u32)__builtin_ctz(~bits[0]);
+	return mr_bits_trailing_ones_wide(bits);
+}
 /* Index of the lowest set bit, or MR_SACK_BITS if none. */
 u32 mr_bits_first_set(const u32 *bits);
 
