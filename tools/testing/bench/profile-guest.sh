@@ -184,13 +184,26 @@ for t in $transports; do
 				out=$(timeout $((dur + 30)) iperf3 -c "$peer_addr" -t "$dur" -f M 2>&1) && break
 			done
 		fi
-	elif [ "$MR_ROLE" = b ]; then
-		out=$(kt_load dev_a="${dev[$t]}" role=server timeout_ms=60000)
 	else
-		sleep 1
-		out=$(kt_load dev_a="${dev[$t]}" role=client peer="$MR_PEER" timeout_ms=30000 \
-			ops=$op size=$size depth=$depth ring=64 count=1000000 \
-			duration_ms=$((dur * 1000)))
+		# mr_ktraffic runs in its init and is gone before the symbols are read
+		# below (tcgprof would name its code after the module loaded before it):
+		# where its text lies is read while it runs, one small file, not kallsyms,
+		# whose formatting under TCG would count as the run's.
+		syms_pid=
+		if [ "$tcg" = 1 ]; then
+			(sleep 3; cat /sys/module/mr_ktraffic/sections/.text \
+				>"/tmp/kt-text-$t" 2>/dev/null) &
+			syms_pid=$!
+		fi
+		if [ "$MR_ROLE" = b ]; then
+			out=$(kt_load dev_a="${dev[$t]}" role=server timeout_ms=60000)
+		else
+			sleep 1
+			out=$(kt_load dev_a="${dev[$t]}" role=client peer="$MR_PEER" \
+				timeout_ms=30000 ops=$op size=$size depth=$depth ring=64 \
+				count=1000000 duration_ms=$((dur * 1000)))
+		fi
+		[ -z "$syms_pid" ] || wait "$syms_pid"
 	fi
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
@@ -297,11 +310,25 @@ for t in $transports; do
 		--percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -n 40 |
 		sed "s/^/# $t $MR_ROLE | /"
 done
+# mr_ktraffic's functions where each run had its text, as /proc/kallsyms lines.
+kt_text_syms() {
+	local f base off name ko=$MR_TOP/tools/testing/selftests/drivers/metaroce/ktraffic/mr_ktraffic.ko
+
+	for f in /tmp/kt-text-*; do
+		read -r base <"$f" 2>/dev/null || continue
+		# (bash's arithmetic, not awk's: awk's numbers are doubles)
+		while read -r off name; do
+			printf '%016x t %s\t[mr_ktraffic]\n' $((base + 0x$off)) "$name"
+		done < <(objdump -t "$ko" | awk '$3 == "F" && $4 == ".text" { print $1, $6 }')
+	done
+}
+
 # For tcgprof (TCG=1): the kernel's and the modules' text symbols, compressed (the serial
 # console is slow under TCG), as "KSYMZ <hex>" lines: hex, because base64 can spell a
 # word vm.sh takes for a kernel problem.
 if [ "$tcg" = 1 ]; then
-	awk '$2 ~ /^[tTwW]$/' /proc/kallsyms | gzip -1 | od -An -v -tx1 | tr -d ' \n' |
+	{ awk '$2 ~ /^[tTwW]$/' /proc/kallsyms; kt_text_syms; } |
+		gzip -1 | od -An -v -tx1 | tr -d ' \n' |
 		fold -w 1000 | sed 's/^/KSYMZ /'
 	echo
 fi

@@ -155,22 +155,28 @@ void mr_kt_fill(struct mr_kt_buf *buf, u32 len, u64 seed, u64 flip)
 	}
 }
 
-/* Offset of the first byte that is not the message's pattern, or -1. */
+/*
+ * Offset of the first byte that is not the message's pattern, or -1: word by word
+ * along the sequence (an add and a compare a word: a Read's requester checks every
+ * byte it reads), then byte by byte from the first word that differs, and the tail.
+ */
 long mr_kt_mismatch(const struct mr_kt_buf *buf, u32 len, u64 seed)
 {
+	/* the buffer is word aligned, as mr_kt_fill() writes it */
+	const u64 *w = buf->cpu;
 	const u8 *p = buf->cpu;
-	size_t i, off, chunk;
-	u64 want;
+	size_t i, n = len / 8, off;
+	u64 x = seed, want;
 
-	for (off = 0; off < len; off += chunk) {
-		chunk = min_t(size_t, 8, len - off);
+	for (i = 0; i < n; i++) {
+		x += MR_KT_STEP;
+		if (w[i] != x)
+			break;
+	}
+	for (off = i * 8; off < len; off++) {
 		want = mr_kt_word(seed, off / 8);
-		/* the buffer is word aligned, as mr_kt_fill() writes it */
-		if (chunk == 8 ? ((const u64 *)p)[off / 8] == want : !memcmp(p + off, &want, chunk))
-			continue;
-		for (i = 0; i < chunk; i++)
-			if (p[off + i] != ((u8 *)&want)[i])
-				return off + i;
+		if (p[off] != ((u8 *)&want)[off % 8])
+			return off;
 	}
 	return -1;
 }
