@@ -79,6 +79,7 @@ static inline u32 mr_bits_trailing_ones(const u32 *bits)
 		return (u32)__builtin_ctz(~bits[0]);
 	return mr_bits_trailing_ones_wide(bits);
 }
+
 /* Index of the lowest set bit, or MR_SACK_BITS if none. */
 u32 mr_bits_first_set(const u32 *bits);
 
