@@ -29,6 +29,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
+links=${PROFILE_LINKS:-0}
+if [ "$links" = 0 ] && [ -n "${PROFILE_NETEM:-}" ]; then
+	# netem shapes the fabric's links; one wire has none (make bench's perftest
+	# runs use link 1 of the fabric: PROFILE_LINKS=1)
+	echo "profile: PROFILE_NETEM needs PROFILE_LINKS (1 for one link of the fabric)" >&2
+	exit 2
+fi
 
 "$top/scripts/setup.sh" bench vm profile
 make -s -C "$top" module-6.12
@@ -46,7 +53,6 @@ if [ "$tcg" = 1 ]; then
 	export VM_TCG_PLUGIN=$tcgbin/libtcgprof.so VM_TCG_PROFILE=$out.tcg
 	mkdir -p "$out.tcg/a" "$out.tcg/b"
 fi
-links=${PROFILE_LINKS:-0}
 where="one wire"
 [ "$links" = 0 ] || where="$links fabric links${PROFILE_NETEM:+ with netem ${PROFILE_NETEM}}"
 echo "profile: two guests, $where, ${PROFILE_OP:-write}s; $((${PROFILE_SECONDS:-8} + 3)) s per transport and side"
