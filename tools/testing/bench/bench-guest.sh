@@ -141,7 +141,8 @@ run_details() {
 		emit "$1" "$2" "$3" "$4" path_inflight_mean \
 			"$(awk -v s="${cnt[ack_path_inflight_sum]:-0}" -v a="$v" 'BEGIN { printf "%.1f", s / a }')"
 	fi
-	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes path_failures path_rebalances; do
+	for c in path_inflight_max retransmits rtos spurious_rtos tail_probes path_failures path_rebalances \
+		naks_received; do
 		emit "$1" "$2" "$3" "$4" "$c" "${cnt[$c]:-0}"
 	done
 	emit "$1" "$2" "$3" "$4" data_packets "${cnt[tx_run_data_packets]:-0}"
