@@ -40,7 +40,7 @@ struct metaroce_conn {
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
-	/* Each path's route and flow hash, found once for its source port (net.c). */
+	/* Each path's route and flow hash, found once for its source port (0: none yet). */
 	struct dst_cache dst[MR_MAX_PATHS];
 	u16 dst_sport[MR_MAX_PATHS];
 	u32 dst_hash[MR_MAX_PATHS];

@@ -341,7 +341,7 @@ void metaroce_conn_tx_work(struct work_struct *work)
 		if (cb.path < MR_MAX_PATHS) {
 			/* A path that took a new port (re-rolled) needs a new route and hash. */
 			dc = &c->dst[cb.path];
-			if (c->dst_sport[cb.path] != cb.sport || !c->dst_hash[cb.path]) {
+			if (c->dst_sport[cb.path] != cb.sport) {
 				dst_cache_reset(dc);
 				c->dst_sport[cb.path] = cb.sport;
 				c->dst_hash[cb.path] = metaroce_flow_hash(&c->laddr, &c->raddr,
