@@ -163,10 +163,15 @@ kt_pair() {
 # perftest_pair DEV SIZE TOOL SECONDS: ib_write_bw for SECONDS, or ib_write_lat
 # for 500 iterations (its percentiles need an iteration count), between the
 # endpoints' IPv4 GIDs (index 1); a prints perftest's report.
+# perftest's margin for a run of T seconds: it counts messages only after the first
+# margin and before the last (its own default, T / 4, named so that window_MBps and
+# the command agree).
+pt_margin() { echo $(($1 / 4)); }
+
 perftest_pair() {
 	local d=$1 s=$2 tool=$3 t=$4 args
 	# MiB/s, not --report_gbits: its two decimals of Gb/s are steps of 1.25 MB/s.
-	args=(-d "$d" -x 1 -s "$s" -D "$t" -F)
+	args=(-d "$d" -x 1 -s "$s" -D "$t" -f "$(pt_margin "$t")" -F)
 	[ "$tool" = ib_write_lat ] && args=(-d "$d" -x 1 -s "$s" -n 500 -F)
 	if [ "$MR_ROLE" = b ]; then
 		timeout $((t + 60)) "$tool" "${args[@]}" >/dev/null 2>&1
@@ -199,11 +204,12 @@ rdma_bw() {
 		# messages it did move: no measurement, not a transport that moved nothing.
 		iters=$(awk -v s="$size" '$1 == s { print $2 }' <<<"$out")
 		# The same from the messages it counted in its sample window (-D less its
-		# margin of a quarter at each end), timed by its alarms, not by the TSC fit:
+		# margin at each end), timed by its alarms, not by the TSC fit:
 		# "window_MBps", for comparison.
 		[ -z "$iters" ] || [ "$MR_ROLE" != a ] ||
 			emit "$1" "$2" "$3" "$4" window_MBps "$(awk -v n="$iters" -v s="$size" \
-				-v w="$((dur - 2 * (dur / 4)))" 'BEGIN { printf "%.2f", n * s / w / 1e6 }')"
+				-v w="$((dur - 2 * $(pt_margin "$dur")))" \
+				'BEGIN { printf "%.2f", n * s / w / 1e6 }')"
 		if [ "$mbps" = 0.00 ] && [ "${iters:-0}" -gt 0 ]; then
 			untimed=$iters
 			mbps=
