@@ -603,7 +603,8 @@ std::string markdown(const Results &r, const RunInfo &info)
 	if (any_pt) {
 		md << "\n## 6. perftest on one wire: ib_write_bw, ib_send_bw, ib_read_bw\n\n"
 		      "Messages of " << meta("size") << " B for " << meta("duration_s")
-		   << " s, as a user runs perftest (`-s SIZE -D SECONDS -F`, its default depth), "
+		   << " s, as a user runs perftest (`-s SIZE -D SECONDS -f SECONDS/4 -F`: its "
+		      "default margin and depth), "
 		      "between the two endpoints with the route on one fabric link and the "
 		      "loss on that link; MetaRoCE through its rdma-core provider, rxe through "
 		      "rdma-core's. Goodput (MB/s, 10^6 bytes) and its ratio to the same "
