@@ -607,8 +607,14 @@ std::string markdown(const Results &r, const RunInfo &info)
 		      "default margin and depth), "
 		      "between the two endpoints with the route on one fabric link and the "
 		      "loss on that link; MetaRoCE through its rdma-core provider, rxe through "
-		      "rdma-core's. Goodput (MB/s, 10^6 bytes) and its ratio to the same "
-		      "transport lossless; the last table compares the transports.\n";
+		      "rdma-core's. Goodput (MB/s, 10^6 bytes) is the messages perftest counted "
+		      "in its sample window over that window (the run less its margin at each "
+		      "end, timed by perftest's alarms), not its \"BW average\", which divides "
+		      "the same count by a time from a TSC rate fitted to gettimeofday(): on a "
+		      "noisy host that fit is off by a few percent or fails (perftest then "
+		      "prints 0.00); its figure is kept in raw.tsv as perftest_MBps. Each "
+		      "goodput's ratio to the same transport lossless; the last table compares "
+		      "the transports.\n";
 		for (const char *op : kPerftestOps) {
 			if (r.params(pt_scenario(op)).empty())
 				continue;
