@@ -35,7 +35,12 @@
 # BPF may also be the list of functions to probe, "module:function ...", for every
 # transport run: fewer probes distort the callers less),
 # TCG (1: after the runs, the guest's text symbols for tcgprof, "KSYMZ" lines:
-# profile.sh PROFILE_TCG=1).
+# profile.sh PROFILE_TCG=1),
+# ALLOC (1: the memory each side allocated through the run, per call site, from the
+# kmem tracepoints' histogram triggers: Debian's kernel zeroes every allocation
+# (init_on_alloc=1), so these are also the bytes cleared; printed per MB moved as
+#   "# <transport> <role> | alloc kmalloc|cache <call site> calls_per_MB N bytes_per_MB N"
+#   "# <transport> <role> | alloc pages order=N <caller> calls_per_MB N").
 . "$(dirname "$0")/../selftests/drivers/metaroce/lib.sh"
 set -o pipefail
 
@@ -50,6 +55,7 @@ pkt_trace=${8:-0}
 use_bpf=${9:-0}
 op=${10:-write}
 tcg=${11:-0}
+alloc=${12:-0}
 bpf_list=
 case $use_bpf in
 0 | 1) ;;
@@ -104,6 +110,51 @@ bpf_program() { # module:function...
 	# BEGIN runs once every probe is attached.
 	echo 'BEGIN { printf("bpf-ready\n"); }'
 	echo 'END { clear(@st); clear(@ch); clear(@depth); }'
+}
+
+# alloc_hists on | off TRANSPORT BYTES: histogram triggers on the kmem tracepoints
+# through a run (on), then their sums per MB, the largest first, and the triggers
+# removed (off).  The page allocator's event has no call site: its key is the
+# stack's first three frames outside the allocator ("callee<caller<caller").
+alloc_hists() {
+	local tr=/sys/kernel/tracing/events/kmem e
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+	if [ "$1" = on ]; then
+		for e in kmalloc kmem_cache_alloc; do
+			echo 'hist:keys=call_site.sym:vals=hitcount,bytes_alloc:size=4096' \
+				>"$tr/$e/trigger"
+		done
+		echo 'hist:keys=order,common_stacktrace:vals=hitcount:size=4096' \
+			>"$tr/mm_page_alloc/trigger"
+		return 0
+	fi
+	for e in kmalloc kmem_cache_alloc; do
+		# "{ call_site: [ffffffff8123] __alloc_skb+0x8f } hitcount: 12 bytes_alloc: 3072"
+		awk -v t="$2" -v r="$MR_ROLE" -v e="${e/kmem_cache_alloc/cache}" -v mb="$3" '
+			/^{ call_site:/ && mb > 0 {
+				site = ""
+				for (i = 4; i <= NF && $i != "}"; i++)
+					site = site (site == "" ? "" : "_") $i
+				sub(/\+0x[0-9a-f]*/, "", site)
+				for (; i <= NF; i++) {
+					if ($i == "hitcount:") n = $(i + 1)
+					if ($i == "bytes_alloc:") b = $(i + 1)
+				}
+				printf "# %s %s | alloc %s %s calls_per_MB %.1f bytes_per_MB %.0f\n",
+					t, r, e, site, n / (mb / 1e6), b / (mb / 1e6)
+			}' "$tr/$e/hist" | sort -g -r -k11,11 | head -n 20
+		echo "!hist:keys=call_site.sym:vals=hitcount,bytes_alloc:size=4096" >"$tr/$e/trigger"
+	done
+	# "{ order: 0, common_stacktrace:" then one frame a line, then "} hitcount: 5"
+	awk -v t="$2" -v r="$MR_ROLE" -v mb="$3" '
+		/^{ order:/ { o = $3; sub(/,$/, "", o); site = ""; up = 0; next }
+		/^ +[a-z_]/ && up < 3 && (site != "" || $1 !~ /^(__alloc_pages|alloc_pages|__folio_alloc|folio_alloc|get_page_from_freelist|__alloc_pages_noprof|alloc_pages_mpol_noprof|alloc_pages_noprof|__alloc_pages_slowpath|allocate_slab|new_slab|___slab_alloc|__slab_alloc|kmalloc_large|__kmalloc_large|____kmalloc_large|alloc_slab_page)/) {
+			fr = $1; sub(/\+.*/, "", fr); site = site (up++ ? "<" : "") fr; next }
+		/^} hitcount:/ && mb > 0 { n[o " " site] += $3 }
+		END { for (k in n) { split(k, f, " ")
+			printf "# %s %s | alloc pages order=%s %s calls_per_MB %.1f\n", t, r, f[1], f[2], n[k] / (mb / 1e6) } }' \
+		"$tr/mm_page_alloc/hist" | sort -g -r -k10,10 | head -n 12
+	echo "!hist:keys=order,common_stacktrace:vals=hitcount:size=4096" >"$tr/mm_page_alloc/trigger"
 }
 
 eth_packets() { # rx|tx
@@ -169,6 +220,7 @@ for t in $transports; do
 			echo 1 >$trace/events/metaroce/metaroce_rx/enable
 		fi
 	fi
+	[ "$alloc" != 1 ] || alloc_hists on
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
@@ -236,6 +288,7 @@ for t in $transports; do
 		bytes=$(pair_hear "bytes$step" 60)
 	fi
 	echo "PROFILE-MARK $t end ${bytes:-0}"
+	[ "$alloc" != 1 ] || alloc_hists off "$t" "${bytes:-0}"
 	[ -z "$perf_pid" ] || wait "$perf_pid"
 	if [ -n "$bpf_pid" ]; then
 		kill -INT "$bpf_pid"

@@ -9,7 +9,9 @@
 # [PROFILE_TRACE=1] (every MetaRoCE packet of both sides, "TRACE" lines in the output file)
 # [PROFILE_BPF=1] (time per function on both sides, from bpftrace's kfunc probes, "bpf" lines;
 # or PROFILE_BPF="metaroce:metaroce_conn_tx_work vmlinux:ip_forward": only these, for each
-# transport run, so with PROFILE_TRANSPORTS=metaroce for metaroce's functions):
+# transport run, so with PROFILE_TRANSPORTS=metaroce for metaroce's functions)
+# [PROFILE_ALLOC=1] (the memory each side allocated per MB moved, by call site, "alloc"
+# lines: Debian's kernel clears every allocation, init_on_alloc=1):
 # one bulk RDMA Write run per transport between two guests on one wire, or on the
 # bench's ECMP fabric of PROFILE_LINKS links with PROFILE_NETEM on each (profile-guest.sh); prints goodput, CPU time and packets per MB on each side,
 # MetaRoCE's counters and the ratios MetaRoCE / rxe.  host_cpu_ms_per_MB is the
@@ -64,7 +66,7 @@ rm -f "$logs/profile-a.log" "$logs/profile-b.log"
 	"$here/profile-guest.sh" \
 	"${PROFILE_SECONDS:-8}" "${PROFILE_TRANSPORTS:-metaroce rxe}" "${PROFILE_PERF:-0}" \
 	"${PROFILE_MODPARAMS:-}" "${PROFILE_NETEM:-}" "${PROFILE_SIZE:-65536}" "${PROFILE_DEPTH:-16}" "${PROFILE_TRACE:-0}" \
-	"${PROFILE_BPF:-0}" "${PROFILE_OP:-write}" "$tcg" \
+	"${PROFILE_BPF:-0}" "${PROFILE_OP:-write}" "$tcg" "${PROFILE_ALLOC:-0}" \
 	>"$out" 2>&1 &
 vm=$!
 # The guests' marks, as they appear on their consoles: QEMU's CPU time (utime + stime)
