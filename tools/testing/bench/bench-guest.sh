@@ -163,15 +163,19 @@ kt_pair() {
 # perftest_pair DEV SIZE TOOL SECONDS: ib_write_bw for SECONDS, or ib_write_lat
 # for 500 iterations (its percentiles need an iteration count), between the
 # endpoints' IPv4 GIDs (index 1); a prints perftest's report.
-# perftest's margin for a run of T seconds: it counts messages only after the first
-# margin and before the last (its own default, T / 4, named so that window_MBps and
-# the command agree).
-pt_margin() { echo $(($1 / 4)); }
+# perftest runs pt_dur seconds and counts messages only after its first margin (-f)
+# and before its last: a sample window of pt_dur - 2 * pt_margin seconds, as long
+# as the other goodput runs (dur).  One second is ramp enough here (a MetaRoCE
+# connection opens its windows in well under 100 ms); perftest's own default margin,
+# a quarter of the run, would leave a window of 4 s of a 6 s run, fewer samples for
+# the same minutes of bench.
+pt_margin=1
+pt_dur=$((dur + 2 * pt_margin))
 
 perftest_pair() {
 	local d=$1 s=$2 tool=$3 t=$4 args
 	# MiB/s, not --report_gbits: its two decimals of Gb/s are steps of 1.25 MB/s.
-	args=(-d "$d" -x 1 -s "$s" -D "$t" -f "$(pt_margin "$t")" -F)
+	args=(-d "$d" -x 1 -s "$s" -D "$t" -f "$pt_margin" -F)
 	[ "$tool" = ib_write_lat ] && args=(-d "$d" -x 1 -s "$s" -n 500 -F)
 	if [ "$MR_ROLE" = b ]; then
 		timeout $((t + 60)) "$tool" "${args[@]}" >/dev/null 2>&1
@@ -194,7 +198,7 @@ rdma_bw() {
 	run_mark
 	[ -n "$tool" ] || [[ "$perftest" != *" $2 "* ]] || tool=ib_write_bw
 	if [ -n "$tool" ]; then
-		out=$(perftest_pair "${dev[$2]}" "$size" "$tool" "$dur")
+		out=$(perftest_pair "${dev[$2]}" "$size" "$tool" "$pt_dur")
 		# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]".
 		# The goodput is the messages perftest counted in its sample window (-D less
 		# its margin at each end, which its alarms time) over that window, in 10^6
@@ -206,12 +210,13 @@ rdma_bw() {
 		iters=$(awk -v s="$size" '$1 == s { print $2 }' <<<"$out")
 		[ -n "$iters" ] || err=1
 		mbps=$(awk -v n="${iters:-0}" -v s="$size" \
-			-v w="$((dur - 2 * $(pt_margin "$dur")))" \
+			-v w="$((pt_dur - 2 * pt_margin))" \
 			'BEGIN { printf "%.2f", n * s / w / 1e6 }')
 		[ "$MR_ROLE" != a ] || [ -z "$iters" ] ||
 			emit "$1" "$2" "$3" "$4" perftest_MBps "$(awk -v s="$size" \
 				'$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")"
-		bytes=$(awk -v m="$mbps" -v d="$dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
+		# what moved in the whole run, for the run's figures per MB
+		bytes=$(awk -v m="$mbps" -v d="$pt_dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
 	else
 		out=$(kt_pair "${dev[$2]}" ops=write size="$size" depth="$depth" ring=64 \
 			count=1000000 duration_ms=$((dur * 1000)))
@@ -270,7 +275,7 @@ tcp_bw() {
 	run_mark
 	if [ "$MR_ROLE" = b ]; then
 		# A listening nc costs nothing while a's flow runs (a polling one would).
-		pair_tell "tcp$step" done $((dur + 90)) || true
+		pair_tell "tcp$step" "done" $((dur + 90)) || true
 		run_details "$1" tcp "$2" "$3" 0
 		return 0
 	fi
@@ -303,6 +308,8 @@ emit meta all - - links "$links"
 emit meta all - - size "$size"
 emit meta all - - depth "$depth"
 emit meta all - - duration_s "$dur"
+emit meta all - - pt_duration_s "$pt_dur"
+emit meta all - - pt_margin_s "$pt_margin"
 emit meta all - - reps "$reps"
 emit meta all - - mp_rate_mbit "${mp_rate%mbit}"
 say "guests ready: $links fabric links, $reps repetition(s), $dur s per goodput run"

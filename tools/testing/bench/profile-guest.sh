@@ -157,6 +157,20 @@ alloc_hists() {
 	echo "!hist:keys=order,common_stacktrace:vals=hitcount:size=4096" >"$tr/mm_page_alloc/trigger"
 }
 
+# kicks: the notifications this guest's virtio NICs sent their device so far (the
+# wire's NIC, or the fabric's links): under TCG each one stops the vCPU for QEMU's
+# device code, a cost no guest instruction count shows.
+kicks() {
+	local i
+	if [ "${MR_LINKS:-0}" != 0 ]; then
+		for ((i = 1; i <= MR_LINKS; i++)); do
+			ip netns exec fr ethtool -S "l$i" 2>/dev/null
+		done
+	else
+		ethtool -S "$nd" 2>/dev/null
+	fi | awk '/^ *tx[0-9]+_kicks:/ { k += $2 } END { print k + 0 }'
+}
+
 eth_packets() { # rx|tx
 	cat "/sys/class/net/$nd/statistics/$1_packets"
 }
@@ -225,6 +239,7 @@ for t in $transports; do
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
 	read -r irq0 loc0 ctxt0 <<<"$(wakeups)"
+	kick0=$(kicks)
 	if [ "$t" = tcp ]; then
 		# one iperf3 flow a -> b between the devices' addresses (b's server takes one test)
 		if [ "$MR_ROLE" = b ]; then
@@ -260,6 +275,7 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	read -r irq1 loc1 ctxt1 <<<"$(wakeups)"
+	kick1=$(kicks)
 	# The run ends here for tcgprof and the host's CPU time (the end mark): what follows
 	# (bpftrace's and the traces' reports: seconds of sed and awk under TCG) is not the
 	# transport's.
@@ -348,6 +364,8 @@ for t in $transports; do
 		say "$t $MR_ROLE timer_irqs_per_MB $(awk -v p=$((loc1 - loc0)) -v m="$mb" \
 			'BEGIN { printf "%.0f", p / m }')"
 		say "$t $MR_ROLE ctx_switches_per_MB $(awk -v p=$((ctxt1 - ctxt0)) -v m="$mb" \
+			'BEGIN { printf "%.0f", p / m }')"
+		say "$t $MR_ROLE nic_kicks_per_MB $(awk -v p=$((kick1 - kick0)) -v m="$mb" \
 			'BEGIN { printf "%.0f", p / m }')"
 	fi
 	if [ "$t" = metaroce ]; then

@@ -602,10 +602,15 @@ std::string markdown(const Results &r, const RunInfo &info)
 		any_pt |= !r.params(pt_scenario(op)).empty();
 	if (any_pt) {
 		md << "\n## 6. perftest on one wire: ib_write_bw, ib_send_bw, ib_read_bw\n\n"
-		      "Messages of " << meta("size") << " B for " << meta("duration_s")
-		   << " s, as a user runs perftest (`-s SIZE -D SECONDS -f SECONDS/4 -F`: its "
-		      "default margin and depth), "
-		      "between the two endpoints with the route on one fabric link and the "
+		      "Messages of " << meta("size") << " B, as a user runs perftest (`-s SIZE "
+		      "-D SECONDS -f MARGIN -F`, its default depth): ";
+		if (one(r, "meta", "all", "pt_duration_s"))
+			md << "runs of " << meta("pt_duration_s") << " s with a margin of "
+			   << meta("pt_margin_s") << " s at each end, ";
+		else
+			md << "runs of " << meta("duration_s") << " s with perftest's default "
+			      "margin of a quarter at each end, ";
+		md << "between the two endpoints with the route on one fabric link and the "
 		      "loss on that link; MetaRoCE through its rdma-core provider, rxe through "
 		      "rdma-core's. Goodput (MB/s, 10^6 bytes) is the messages perftest counted "
 		      "in its sample window over that window (the run less its margin at each "
