@@ -204,7 +204,7 @@ rdma_bw() {
 		# its margin at each end, which its alarms time) over that window, in 10^6
 		# bytes as mr_ktraffic counts. perftest's own "BW average" divides the same
 		# count by a time from the TSC rate it fits to gettimeofday(): on this noisy
-		# host that fit can be off by a few percent, or fail, and with -F perftest
+		# host that fit can be off, or fail, and with -F perftest
 		# then prints 0.00 over the messages it did move. Its figure stays in the
 		# run's details (perftest_MBps, MiB turned into 10^6 bytes) for comparison.
 		iters=$(awk -v s="$size" '$1 == s { print $2 }' <<<"$out")

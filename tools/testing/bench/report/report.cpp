@@ -616,8 +616,8 @@ std::string markdown(const Results &r, const RunInfo &info)
 		      "in its sample window over that window (the run less its margin at each "
 		      "end, timed by perftest's alarms), not its \"BW average\", which divides "
 		      "the same count by a time from a TSC rate fitted to gettimeofday(): on a "
-		      "noisy host that fit is off by a few percent or fails (perftest then "
-		      "prints 0.00); its figure is kept in raw.tsv as perftest_MBps. Each "
+		      "noisy host that fit can fail (perftest then prints 0.00) or be off; its "
+		      "figure is kept in raw.tsv as perftest_MBps. Each "
 		      "goodput's ratio to the same transport lossless; the last table compares "
 		      "the transports.\n";
 		for (const char *op : kPerftestOps) {

@@ -242,6 +242,24 @@ TEST(Goals, PerftestGoalsPerOperationOnOneWire)
 	EXPECT_NE(md.find("| 0 | 2.50x | - | - |"), std::string::npos) << md;
 }
 
+TEST(Report, PerftestMethodNamesItsRunsAndMargin)
+{
+	std::vector<std::string> errors;
+	const std::string run = line("pt_write", "metaroce", "0", 1, "goodput_MBps", "10");
+	auto r = parse(run + "BENCH\tmeta\tall\t-\t-\tpt_duration_s\t8\n"
+			     "BENCH\tmeta\tall\t-\t-\tpt_margin_s\t1\n",
+		       errors);
+	ASSERT_TRUE(errors.empty());
+	auto md = markdown(r, {"make bench", "today", "test", 32});
+	EXPECT_NE(md.find("runs of 8 s with a margin of 1 s at each end"), std::string::npos) << md;
+	// A raw.tsv from before pt_duration_s: perftest's default margin, a quarter.
+	r = parse(run + "BENCH\tmeta\tall\t-\t-\tduration_s\t6\n", errors);
+	ASSERT_TRUE(errors.empty());
+	md = markdown(r, {"make bench", "today", "test", 32});
+	EXPECT_NE(md.find("runs of 6 s with perftest's default margin of a quarter"),
+		  std::string::npos) << md;
+}
+
 TEST(Goals, UnmeasuredGoalsAreNeverMet)
 {
 	std::vector<std::string> errors;
