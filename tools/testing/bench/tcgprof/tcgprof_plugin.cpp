@@ -87,13 +87,34 @@ void poll_loop()
 	}
 }
 
+/* Stop the poller and serve what was asked for at the end; once. */
+void finish()
+{
+	static std::once_flag once;
+
+	std::call_once(once, [] {
+		stopping = true;
+		if (poller.joinable())
+			poller.join();
+		serve_requests();
+	});
+}
+
 void on_exit(qemu_plugin_id_t, void *)
 {
-	stopping = true;
-	if (poller.joinable())
-		poller.join();
-	serve_requests();	/* what was asked for at the end */
+	finish();
 }
+
+/*
+ * QEMU may run its plugins' exit callbacks after this library's static
+ * objects are destroyed, or not at all: a joinable std::thread destroyed
+ * calls std::terminate() (QEMU then dies of SIGABRT at exit, after the
+ * guest's run).  Declared last, this is destroyed first, while the blocks
+ * and the directory still exist.
+ */
+struct Finisher {
+	~Finisher() { finish(); }
+} finisher;
 
 }  // namespace
 
