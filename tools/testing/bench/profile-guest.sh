@@ -159,13 +159,12 @@ alloc_hists() {
 
 # kicks: the notifications this guest's virtio NICs sent their device so far (the
 # wire's NIC, or the fabric's links): under TCG each one stops the vCPU for QEMU's
-# device code, a cost no guest instruction count shows.
+# device code, a cost no guest instruction count shows.  Read outside the run's
+# marks, in one exec: a process started costs these guests more than the reading.
 kicks() {
-	local i
 	if [ "${MR_LINKS:-0}" != 0 ]; then
-		for ((i = 1; i <= MR_LINKS; i++)); do
-			ip netns exec fr ethtool -S "l$i" 2>/dev/null
-		done
+		ip netns exec fr sh -c 'for i in $(seq '"$MR_LINKS"'); do
+			ethtool -S "l$i"; done' 2>/dev/null
 	else
 		ethtool -S "$nd" 2>/dev/null
 	fi | awk '/^ *tx[0-9]+_kicks:/ { k += $2 } END { print k + 0 }'
@@ -235,11 +234,11 @@ for t in $transports; do
 		fi
 	fi
 	[ "$alloc" != 1 ] || alloc_hists on
+	kick0=$(kicks)
 	echo "PROFILE-MARK $t start 0"
 	read -r b0 t0 <<<"$(cpu_times)"
 	u0=$(uptime_ms) rx0=$(eth_packets rx) tx0=$(eth_packets tx)
 	read -r irq0 loc0 ctxt0 <<<"$(wakeups)"
-	kick0=$(kicks)
 	if [ "$t" = tcp ]; then
 		# one iperf3 flow a -> b between the devices' addresses (b's server takes one test)
 		if [ "$MR_ROLE" = b ]; then
@@ -275,7 +274,6 @@ for t in $transports; do
 	read -r b1 t1 <<<"$(cpu_times)"
 	u1=$(uptime_ms) rx1=$(eth_packets rx) tx1=$(eth_packets tx)
 	read -r irq1 loc1 ctxt1 <<<"$(wakeups)"
-	kick1=$(kicks)
 	# The run ends here for tcgprof and the host's CPU time (the end mark): what follows
 	# (bpftrace's and the traces' reports: seconds of sed and awk under TCG) is not the
 	# transport's.
@@ -304,6 +302,7 @@ for t in $transports; do
 		bytes=$(pair_hear "bytes$step" 60)
 	fi
 	echo "PROFILE-MARK $t end ${bytes:-0}"
+	kick1=$(kicks)
 	[ "$alloc" != 1 ] || alloc_hists off "$t" "${bytes:-0}"
 	[ -z "$perf_pid" ] || wait "$perf_pid"
 	if [ -n "$bpf_pid" ]; then
