@@ -90,14 +90,11 @@ void poll_loop()
 /* Stop the poller and serve what was asked for at the end; once. */
 void finish()
 {
-	static std::once_flag once;
-
-	std::call_once(once, [] {
-		stopping = true;
-		if (poller.joinable())
-			poller.join();
-		serve_requests();
-	});
+	if (stopping.exchange(true))
+		return;
+	if (poller.joinable())
+		poller.join();
+	serve_requests();
 }
 
 void on_exit(qemu_plugin_id_t, void *)
