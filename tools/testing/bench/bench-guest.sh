@@ -192,7 +192,7 @@ perftest_pair() {
 # For a Read the server's side sends the data, so MetaRoCE's counters in the run's
 # details (run_details) are the server's, the responder's.
 rdma_bw() {
-	local out mbps bytes iters err=0 tool=${5:-}
+	local out mbps bytes iters pt_mbps err=0 tool=${5:-}
 	sync_step
 	fresh "$2"
 	run_mark
@@ -207,14 +207,14 @@ rdma_bw() {
 		# host that fit can be off, or fail, and with -F perftest
 		# then prints 0.00 over the messages it did move. Its figure stays in the
 		# run's details (perftest_MBps, MiB turned into 10^6 bytes) for comparison.
-		iters=$(awk -v s="$size" '$1 == s { print $2 }' <<<"$out")
+		read -r iters pt_mbps <<<"$(awk -v s="$size" \
+			'$1 == s { printf "%s %.2f\n", $2, $4 * 1.048576 }' <<<"$out")"
 		[ -n "$iters" ] || err=1
 		mbps=$(awk -v n="${iters:-0}" -v s="$size" \
 			-v w="$((pt_dur - 2 * pt_margin))" \
 			'BEGIN { printf "%.2f", n * s / w / 1e6 }')
 		[ "$MR_ROLE" != a ] || [ -z "$iters" ] ||
-			emit "$1" "$2" "$3" "$4" perftest_MBps "$(awk -v s="$size" \
-				'$1 == s { printf "%.2f", $4 * 1.048576 }' <<<"$out")"
+			emit "$1" "$2" "$3" "$4" perftest_MBps "$pt_mbps"
 		# what moved in the whole run, for the run's figures per MB
 		bytes=$(awk -v m="$mbps" -v d="$pt_dur" 'BEGIN { printf "%.0f", m * d * 1e6 }')
 	else
