@@ -16,6 +16,12 @@ static u32 mr_get32(const u8 *p)
 	return ((u32)p[0] << 24) | ((u32)p[1] << 16) | ((u32)p[2] << 8) | p[3];
 }
 
+/* Four SACK bytes as one word: byte j holds bits 8j to 8j + 7, [MR-ACK-2]. */
+static u32 mr_get32le(const u8 *p)
+{
+	return ((u32)p[3] << 24) | ((u32)p[2] << 16) | ((u32)p[1] << 8) | p[0];
+}
+
 static u64 mr_get64(const u8 *p)
 {
 	return ((u64)mr_get32(p) << 32) | mr_get32(p + 4);
@@ -35,113 +41,98 @@ static void mr_put32(u8 *p, u32 v)
 	p[3] = (u8)v;
 }
 
+static void mr_put32le(u8 *p, u32 v)
+{
+	p[0] = (u8)v;
+	p[1] = (u8)(v >> 8);
+	p[2] = (u8)(v >> 16);
+	p[3] = (u8)(v >> 24);
+}
+
 static void mr_put64(u8 *p, u64 v)
 {
 	mr_put32(p, (u32)(v >> 32));
 	mr_put32(p + 4, (u32)v);
 }
 
+/* What an opcode is and may carry: one look-up per packet instead of a switch per question. */
+#define MR_OPI_KNOWN	0x01
+#define MR_OPI_SEQ	0x02	/* sequenced on its path */
+#define MR_OPI_PAYLOAD	0x04	/* may carry a payload */
+#define MR_OPI_MULTI	0x08	/* a message of one or more packets: msg_len and offset */
+
+struct mr_opcode_info {
+	u16 flags;	/* the flags it may carry, [MR-WIRE-4] */
+	u8 fixed_len;	/* its own header after the BTH */
+	u8 props;	/* MR_OPI_* */
+};
+
+/* [MR-WIRE-4] sequenced packets; the requester's messages are the ones it probes, [MR-REL-11] */
+#define MR_SEQ_FLAGS	(MR_F_ACK_REQ | MR_F_LAST | MR_F_RETX)
+#define MR_REQ_FLAGS	(MR_SEQ_FLAGS | MR_F_MSG_PROBE)
+
+static const struct mr_opcode_info mr_opcodes[MR_OP_CLOSE_ACK + 1] = {
+	[MR_OP_SEND] = { MR_REQ_FLAGS | MR_F_SOLICITED | MR_F_IMM | MR_F_INV, MR_MSGH_LEN,
+			 MR_OPI_KNOWN | MR_OPI_SEQ | MR_OPI_PAYLOAD | MR_OPI_MULTI },
+	[MR_OP_WRITE] = { MR_REQ_FLAGS | MR_F_SOLICITED | MR_F_IMM, MR_RETH_LEN,
+			  MR_OPI_KNOWN | MR_OPI_SEQ | MR_OPI_PAYLOAD | MR_OPI_MULTI },
+	[MR_OP_READ_REQ] = { MR_REQ_FLAGS, MR_RETH_LEN, MR_OPI_KNOWN | MR_OPI_SEQ },
+	[MR_OP_READ_RESP] = { MR_SEQ_FLAGS, MR_MSGH_LEN,
+			      MR_OPI_KNOWN | MR_OPI_SEQ | MR_OPI_PAYLOAD | MR_OPI_MULTI },
+	[MR_OP_ATOMIC_CAS] = { MR_REQ_FLAGS, MR_ATOMICETH_LEN, MR_OPI_KNOWN | MR_OPI_SEQ },
+	[MR_OP_ATOMIC_FADD] = { MR_REQ_FLAGS, MR_ATOMICETH_LEN, MR_OPI_KNOWN | MR_OPI_SEQ },
+	[MR_OP_ATOMIC_RESP] = { MR_SEQ_FLAGS, MR_ATOMICAH_LEN, MR_OPI_KNOWN | MR_OPI_SEQ },
+	[MR_OP_UD_SEND] = { MR_F_LAST | MR_F_SOLICITED | MR_F_IMM, MR_UDH_LEN,
+			    MR_OPI_KNOWN | MR_OPI_PAYLOAD },
+	[MR_OP_ACK] = { 0, MR_ACKH_LEN, MR_OPI_KNOWN },
+	[MR_OP_NAK] = { 0, MR_NAKH_LEN, MR_OPI_KNOWN },
+	[MR_OP_PROBE] = { MR_F_ACK_REQ | MR_F_RETX, 0, MR_OPI_KNOWN | MR_OPI_SEQ },
+	[MR_OP_CONNECT_REQ] = { 0, MR_CONNH_LEN, MR_OPI_KNOWN },
+	[MR_OP_CONNECT_RESP] = { 0, MR_CONNH_LEN, MR_OPI_KNOWN },
+	[MR_OP_CLOSE] = { 0, MR_CLOSEH_LEN, MR_OPI_KNOWN },
+	[MR_OP_CLOSE_ACK] = { 0, MR_CLOSEH_LEN, MR_OPI_KNOWN },
+};
+
+/* The opcode's entry, or NULL for an unknown opcode. */
+static const struct mr_opcode_info *mr_opcode_info(u8 opcode)
+{
+	if (opcode >= sizeof(mr_opcodes) / sizeof(mr_opcodes[0]) ||
+	    !(mr_opcodes[opcode].props & MR_OPI_KNOWN))
+		return NULL;
+	return &mr_opcodes[opcode];
+}
+
 bool mr_opcode_known(u8 opcode)
 {
-	return mr_opcode_allowed_flags(opcode) != 0xffff;
+	return mr_opcode_info(opcode);
 }
 
 bool mr_opcode_sequenced(u8 opcode)
 {
-	switch (opcode) {
-	case MR_OP_SEND:
-	case MR_OP_WRITE:
-	case MR_OP_READ_REQ:
-	case MR_OP_READ_RESP:
-	case MR_OP_ATOMIC_CAS:
-	case MR_OP_ATOMIC_FADD:
-	case MR_OP_ATOMIC_RESP:
-	case MR_OP_PROBE:
-		return true;
-	default:
-		return false;
-	}
+	const struct mr_opcode_info *oi = mr_opcode_info(opcode);
+
+	return oi && (oi->props & MR_OPI_SEQ);
 }
 
 bool mr_opcode_has_payload(u8 opcode)
 {
-	return opcode == MR_OP_SEND || opcode == MR_OP_WRITE ||
-	       opcode == MR_OP_READ_RESP || opcode == MR_OP_UD_SEND;
+	const struct mr_opcode_info *oi = mr_opcode_info(opcode);
+
+	return oi && (oi->props & MR_OPI_PAYLOAD);
 }
 
 /* Flags each opcode may carry, [MR-WIRE-4]; 0xffff marks an unknown opcode. */
 u16 mr_opcode_allowed_flags(u8 opcode)
 {
-	const u16 seq = MR_F_ACK_REQ | MR_F_LAST | MR_F_RETX;
-	/* [MR-REL-11] the requester's messages are the ones it probes */
-	const u16 req = seq | MR_F_MSG_PROBE;
+	const struct mr_opcode_info *oi = mr_opcode_info(opcode);
 
-	switch (opcode) {
-	case MR_OP_SEND:
-		return req | MR_F_SOLICITED | MR_F_IMM | MR_F_INV;
-	case MR_OP_WRITE:
-		return req | MR_F_SOLICITED | MR_F_IMM;
-	case MR_OP_READ_REQ:
-	case MR_OP_ATOMIC_CAS:
-	case MR_OP_ATOMIC_FADD:
-		return req;
-	case MR_OP_READ_RESP:
-	case MR_OP_ATOMIC_RESP:
-		return seq;
-	case MR_OP_UD_SEND:
-		return MR_F_LAST | MR_F_SOLICITED | MR_F_IMM;
-	case MR_OP_PROBE:
-		return MR_F_ACK_REQ | MR_F_RETX;
-	case MR_OP_ACK:
-	case MR_OP_NAK:
-	case MR_OP_CONNECT_REQ:
-	case MR_OP_CONNECT_RESP:
-	case MR_OP_CLOSE:
-	case MR_OP_CLOSE_ACK:
-		return 0;
-	default:
-		return 0xffff;
-	}
+	return oi ? oi->flags : 0xffff;
 }
 
-static u32 mr_opcode_fixed_len(u8 opcode)
+static u32 mr_hdr_len(const struct mr_opcode_info *oi, u8 opcode, u16 flags, u8 n_msg_acks)
 {
-	switch (opcode) {
-	case MR_OP_SEND:
-	case MR_OP_READ_RESP:
-		return MR_MSGH_LEN;
-	case MR_OP_WRITE:
-	case MR_OP_READ_REQ:
-		return MR_RETH_LEN;
-	case MR_OP_ATOMIC_CAS:
-	case MR_OP_ATOMIC_FADD:
-		return MR_ATOMICETH_LEN;
-	case MR_OP_ATOMIC_RESP:
-		return MR_ATOMICAH_LEN;
-	case MR_OP_UD_SEND:
-		return MR_UDH_LEN;
-	case MR_OP_ACK:
-		return MR_ACKH_LEN;
-	case MR_OP_NAK:
-		return MR_NAKH_LEN;
-	case MR_OP_CONNECT_REQ:
-	case MR_OP_CONNECT_RESP:
-		return MR_CONNH_LEN;
-	case MR_OP_CLOSE:
-	case MR_OP_CLOSE_ACK:
-		return MR_CLOSEH_LEN;
-	default:
-		return 0;
-	}
-}
+	u32 len = MR_BTH_LEN + oi->fixed_len;
 
-u32 mr_pkt_header_len(u8 opcode, u16 flags, u8 n_msg_acks)
-{
-	u32 len;
-
-	if (!mr_opcode_known(opcode))
-		return 0;
-	len = MR_BTH_LEN + mr_opcode_fixed_len(opcode);
 	if (flags & MR_F_IMM)
 		len += MR_IMMH_LEN;
 	if (flags & MR_F_INV)
@@ -149,6 +140,13 @@ u32 mr_pkt_header_len(u8 opcode, u16 flags, u8 n_msg_acks)
 	if (opcode == MR_OP_ACK)
 		len += (u32)n_msg_acks * MR_MSGACK_LEN;
 	return len;
+}
+
+u32 mr_pkt_header_len(u8 opcode, u16 flags, u8 n_msg_acks)
+{
+	const struct mr_opcode_info *oi = mr_opcode_info(opcode);
+
+	return oi ? mr_hdr_len(oi, opcode, flags, n_msg_acks) : 0;
 }
 
 u32 mr_pkt_msg_len(const struct mr_pkt *pkt)
@@ -164,9 +162,9 @@ u32 mr_pkt_msg_len(const struct mr_pkt *pkt)
 	}
 }
 
-static bool mr_flags_valid(u8 opcode, u16 flags)
+static bool mr_flags_valid(const struct mr_opcode_info *oi, u16 flags)
 {
-	if (flags & ~mr_opcode_allowed_flags(opcode))
+	if (flags & ~oi->flags)
 		return false;
 	if ((flags & MR_F_IMM) && (flags & MR_F_INV))
 		return false;
@@ -201,11 +199,8 @@ static void mr_parse_ackh(const u8 *p, struct mr_ackh *ack)
 	ack->ce_count = mr_get16(p + 10);
 	ack->pkt_count = mr_get16(p + 12);
 	ack->n_msg_acks = p[14];
-	for (i = 0; i < MR_SACK_BITS / 8; i++) {
-		if (!(i & 3))
-			ack->sack[i / 4] = 0;
-		ack->sack[i / 4] |= (u32)p[16 + i] << (8 * (i & 3));
-	}
+	for (i = 0; i < MR_SACK_WORDS; i++)
+		ack->sack[i] = mr_get32le(p + 16 + 4 * i);
 }
 
 /* Extension headers; the caller has checked that they fit. */
@@ -283,16 +278,16 @@ static void mr_parse_ext(const u8 *p, struct mr_pkt *pkt)
 }
 
 /* Message-level checks of [MR-WIRE-11] and [MR-WIRE-12] on a fully decoded packet. */
-static enum mr_parse_result mr_check_message(const struct mr_pkt *pkt)
+static enum mr_parse_result mr_check_message(const struct mr_opcode_info *oi,
+					       const struct mr_pkt *pkt)
 {
 	const struct mr_bth *bth = &pkt->bth;
 	u64 end = (u64)bth->offset + bth->payload_len;
-	bool multi = bth->opcode == MR_OP_SEND || bth->opcode == MR_OP_WRITE ||
-		     bth->opcode == MR_OP_READ_RESP;
+	bool multi = oi->props & MR_OPI_MULTI;
 	bool ends_message;
 	u32 msg_len;
 
-	if (!mr_opcode_sequenced(bth->opcode) && bth->opcode != MR_OP_UD_SEND)
+	if (!(oi->props & MR_OPI_SEQ) && bth->opcode != MR_OP_UD_SEND)
 		return MR_PARSE_OK;
 	if (bth->opcode == MR_OP_PROBE)
 		return MR_PARSE_OK;
@@ -313,25 +308,28 @@ static enum mr_parse_result mr_check_message(const struct mr_pkt *pkt)
 
 enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt)
 {
+	const struct mr_opcode_info *oi;
 	struct mr_bth *bth = &pkt->bth;
 	u32 hdr_len;
 	u8 n_acks = 0;
 
-	memset(pkt, 0, sizeof(*pkt));
+	/* An ACK's SACK and MSGACKs are written by mr_parse_ackh(), for an ACK only. */
+	memset(pkt, 0, offsetof(struct mr_pkt, ack.sack));
 	if (!buf || len < MR_BTH_LEN)
 		return MR_PARSE_TRUNCATED;
 	mr_parse_bth(buf, bth);
 	if (bth->version != MR_VERSION)
 		return MR_PARSE_BAD_VERSION;
-	if (!mr_opcode_known(bth->opcode))
+	oi = mr_opcode_info(bth->opcode);
+	if (!oi)
 		return MR_PARSE_BAD_OPCODE;
-	if (!mr_flags_valid(bth->opcode, bth->flags))
+	if (!mr_flags_valid(oi, bth->flags))
 		return MR_PARSE_BAD_FLAGS;
 	if (bth->path_id >= MR_MAX_PATHS)
 		return MR_PARSE_BAD_PATH;
 	if (bth->stream & ~MR_STREAM_ID_MASK)
 		return MR_PARSE_BAD_STREAM;
-	if (!mr_opcode_sequenced(bth->opcode) && bth->psn != 0)
+	if (!(oi->props & MR_OPI_SEQ) && bth->psn != 0)
 		return MR_PARSE_BAD_PSN;
 	if (bth->opcode == MR_OP_ACK) {
 		if (len < MR_BTH_LEN + MR_ACKH_LEN)
@@ -340,16 +338,16 @@ enum mr_parse_result mr_pkt_parse(const u8 *buf, u32 len, struct mr_pkt *pkt)
 		if (n_acks > MR_ACK_MAX_MSG_ACKS)
 			return MR_PARSE_BAD_ACK_COUNT;
 	}
-	hdr_len = mr_pkt_header_len(bth->opcode, bth->flags, n_acks);
+	hdr_len = mr_hdr_len(oi, bth->opcode, bth->flags, n_acks);
 	if (len < hdr_len)
 		return MR_PARSE_TRUNCATED;
 	if ((u64)hdr_len + bth->payload_len != len)
 		return MR_PARSE_BAD_LENGTH;
-	if (bth->payload_len && !mr_opcode_has_payload(bth->opcode))
+	if (bth->payload_len && !(oi->props & MR_OPI_PAYLOAD))
 		return MR_PARSE_BAD_PAYLOAD;
 	mr_parse_ext(buf + MR_BTH_LEN, pkt);
 	pkt->payload = bth->payload_len ? buf + hdr_len : NULL;
-	return mr_check_message(pkt);
+	return mr_check_message(oi, pkt);
 }
 
 u32 mr_pkt_header_need(const u8 *buf, u32 have)
@@ -382,8 +380,8 @@ static void mr_build_ackh(u8 *p, const struct mr_ackh *ack)
 	mr_put16(p + 10, ack->ce_count);
 	mr_put16(p + 12, ack->pkt_count);
 	p[14] = ack->n_msg_acks;
-	for (i = 0; i < MR_SACK_BITS / 8; i++)
-		p[16 + i] = (u8)(ack->sack[i / 4] >> (8 * (i & 3)));
+	for (i = 0; i < MR_SACK_WORDS; i++)
+		mr_put32le(p + 16 + 4 * i, ack->sack[i]);
 	for (i = 0; i < ack->n_msg_acks && i < MR_ACK_MAX_MSG_ACKS; i++) {
 		u8 *e = p + MR_ACKH_LEN + i * MR_MSGACK_LEN;
 

@@ -6,6 +6,7 @@
 #ifdef __KERNEL__
 
 #include <linux/types.h>
+#include <linux/stddef.h>
 #include <linux/string.h>
 #include <linux/bug.h>
 #include <linux/build_bug.h>

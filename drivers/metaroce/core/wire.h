@@ -161,7 +161,6 @@ struct mr_pkt {
 	u32 imm;
 	u32 inv_rkey;
 	struct mr_udh udh;
-	struct mr_ackh ack;
 	struct mr_nakh nak;
 	struct mr_connh conn;
 	struct mr_closeh close;
@@ -171,6 +170,12 @@ struct mr_pkt {
 	 * or the one the engine chose to send it with ([MR-ACK-8], [MR-ENC-2]).
 	 */
 	u16 sport;
+	/*
+	 * Last, and its SACK and MSGACKs at its end: mr_pkt_parse() clears the
+	 * packet up to them, and writes them for an ACK only (msg_acks up to
+	 * n_msg_acks); in any other packet they are left as they were.
+	 */
+	struct mr_ackh ack;
 };
 
 #endif /* MR_WIRE_H */

@@ -103,7 +103,7 @@ TEST_P(CodecCase, ParserReadsOnlyTheHeaderBytesItNeeds)
 	std::vector<u8> b = Bytes(c);
 	const u32 len = static_cast<u32>(b.size());
 	const u32 need = mr_pkt_header_need(b.data(), std::min<u32>(len, MR_PEEK_LEN));
-	mr_pkt a, x;
+	mr_pkt a{}, x{};
 
 	EXPECT_GE(need, static_cast<u32>(MR_PEEK_LEN));
 	EXPECT_LE(need, static_cast<u32>(MR_MAX_HDR_LEN));
@@ -118,6 +118,29 @@ TEST_P(CodecCase, ParserReadsOnlyTheHeaderBytesItNeeds)
 	EXPECT_EQ(need, std::max<u32>(len - a.bth.payload_len, MR_PEEK_LEN)) << c.name;
 	a.payload = x.payload = nullptr;
 	EXPECT_EQ(0, std::memcmp(&a, &x, sizeof(a))) << c.name;
+}
+
+// The parser defines every field of the packet it returns, whatever the struct held
+// before, but for the SACK and MSGACK lists of a packet that is not an ACK (struct
+// mr_pkt): an ACK's are written in full, its MSGACKs up to n_msg_acks.
+TEST_P(CodecCase, ParserDefinesEveryFieldItReturns)
+{
+	const mr_codec_case &c = mr_codec_cases[GetParam()];
+	std::vector<u8> b = Bytes(c);
+	const u32 len = static_cast<u32>(b.size());
+	mr_pkt clean, dirty;
+
+	std::memset(&clean, 0, sizeof(clean));
+	std::memset(&dirty, 0xa5, sizeof(dirty));
+	enum mr_parse_result rc = mr_pkt_parse(b.data(), len, &clean);
+	ASSERT_EQ(rc, mr_pkt_parse(b.data(), len, &dirty)) << c.name;
+	EXPECT_EQ(0, std::memcmp(&clean, &dirty, offsetof(mr_pkt, ack.sack))) << c.name;
+	if (rc != MR_PARSE_OK || clean.bth.opcode != MR_OP_ACK)
+		return;
+	EXPECT_EQ(0, std::memcmp(clean.ack.sack, dirty.ack.sack, sizeof(clean.ack.sack))) << c.name;
+	EXPECT_EQ(0, std::memcmp(clean.ack.msg_acks, dirty.ack.msg_acks,
+				 clean.ack.n_msg_acks * sizeof(clean.ack.msg_acks[0])))
+		<< c.name;
 }
 
 // Only the payloads the engine hands to placement untouched (Write, Send, Read response)
