@@ -108,7 +108,8 @@ const struct mr_conn_ops metaroce_engine_ops = {
  * buffer, copied straight from where the packet's payload lies in skb (its
  * head or its pages: the receive path does not make it linear first).  The
  * packet was parsed from hdr, a copy of (or a pointer to) its first bytes,
- * which are at offset off of skb.
+ * which are at offset off of skb; with skb NULL, hdr holds all of the packet
+ * and pl->data points into it.
  */
 void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const struct sk_buff *skb,
 		    const u8 *hdr, u32 off)
@@ -120,6 +121,8 @@ void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const st
 	struct metaroce_mr *mr;
 	bool ok = true;
 
+	if (!skb)	/* only read: metaroce_buf_move() never writes to a packet */
+		b.p = (u8 *)pl->data;
 	/* A flushed or reset QP's buffers are its consumer's again (or freed). */
 	if (!qp || !metaroce_qp_live(qp)) {
 		metaroce_count(c->mdev, METAROCE_CNT_PLACE_ERRORS);

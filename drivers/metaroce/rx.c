@@ -171,7 +171,8 @@ static void metaroce_rx_conn_done(struct metaroce_rx_conn *rc)
 
 /*
  * A packet of the connection whose lock is held: parsed from hdr (its first
- * bytes, at offset off of skb), its payload where skb has it.
+ * bytes, at offset off of skb), its payload where skb has it; with skb NULL,
+ * all of the packet is at hdr.
  */
 static void metaroce_rx_conn_pkt(struct metaroce_rx_conn *rc, const struct mr_pkt *pkt, bool ce,
 				 const struct sk_buff *skb, const u8 *hdr, u32 off)
@@ -386,28 +387,46 @@ static struct sk_buff *metaroce_rx_seg_copy(const struct sk_buff *skb, u32 off, 
 #define METAROCE_RX_HDR_MAX	MR_MAX_HDR_LEN
 
 /*
+ * Where the walk over a merged skb's page fragments stands: fragment i begins
+ * at offset start.  Its packets are visited in order, so each fragment is
+ * passed once per skb, not once per packet after it.
+ */
+struct metaroce_frag_pos {
+	u32 i;
+	u32 start;
+};
+
+static void metaroce_frag_pos_init(struct metaroce_frag_pos *pos, const struct sk_buff *skb)
+{
+	pos->i = 0;
+	pos->start = skb_headlen(skb);
+}
+
+/*
  * The n bytes at offset off of skb where they lie, if they lie in one piece:
  * in its head or in one page fragment (GRO leaves each merged packet in a
- * fragment of its own).  NULL if not: then they are copied out.
+ * fragment of its own).  NULL if not: then they are copied out.  pos moves
+ * past the fragments that end before off; off never goes back.
  */
-static const u8 *metaroce_skb_peek(const struct sk_buff *skb, u32 off, u32 n)
+static const u8 *metaroce_skb_peek(const struct sk_buff *skb, struct metaroce_frag_pos *pos,
+				   u32 off, u32 n)
 {
 	const struct skb_shared_info *sh = skb_shinfo(skb);
-	u32 start = skb_headlen(skb), end, i;
 	const skb_frag_t *f;
+	u32 end;
 
-	if (off + n <= start)
+	if (off + n <= skb_headlen(skb))
 		return skb->data + off;
 	if (!skb_frags_readable(skb))
 		return NULL;
-	for (i = 0; i < sh->nr_frags; i++, start = end) {
-		f = &sh->frags[i];
-		end = start + skb_frag_size(f);
+	for (; pos->i < sh->nr_frags; pos->i++, pos->start = end) {
+		f = &sh->frags[pos->i];
+		end = pos->start + skb_frag_size(f);
 		if (off >= end)
 			continue;
-		if (off < start || off + n > end || PageHighMem(skb_frag_page(f)))
+		if (off < pos->start || off + n > end || PageHighMem(skb_frag_page(f)))
 			return NULL;
-		return (const u8 *)skb_frag_address(f) + (off - start);
+		return (const u8 *)skb_frag_address(f) + (off - pos->start);
 	}
 	return NULL;
 }
@@ -422,10 +441,12 @@ enum metaroce_rx_seg {
 /*
  * The packet at offset off of a merged skb of seg-byte packets: its length
  * (*len) and what it is.  A connection's is parsed into pkt from its first
- * bytes (*hdr: in the skb's head, or copied to buf).
+ * bytes (*hdr: in the skb's head or a fragment, or copied to buf); *whole
+ * says that all of it lies at *hdr, its payload too.
  */
 static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const struct sk_buff *skb,
-					    u32 seg, u32 off, u8 *buf, const u8 **hdr, u32 *len,
+					    struct metaroce_frag_pos *pos, u32 seg, u32 off, u8 *buf,
+					    const u8 **hdr, u32 *len, bool *whole,
 					    struct mr_pkt *pkt)
 {
 	enum mr_parse_result res;
@@ -435,7 +456,11 @@ static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const str
 		return METAROCE_SEG_END;
 	*len = min(seg, skb->len - off);
 	n = min_t(u32, *len, METAROCE_RX_HDR_MAX);
-	*hdr = metaroce_skb_peek(skb, off, n);
+	/* GRO leaves every merged packet but the first whole in a fragment. */
+	*hdr = metaroce_skb_peek(skb, pos, off, *len);
+	*whole = *hdr;
+	if (!*hdr)
+		*hdr = metaroce_skb_peek(skb, pos, off, n);
 	if (!*hdr)
 		*hdr = skb_header_pointer(skb, off, n, buf);
 	/* The last packet may be shorter than a header: the parser says so. */
@@ -466,8 +491,10 @@ static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const str
 static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 {
 	u32 seg = skb_shinfo(skb)->gso_size, off = sizeof(struct udphdr), len = 0, id, n;
+	struct metaroce_frag_pos pos;
 	u8 buf[METAROCE_RX_HDR_MAX];
 	bool ce = metaroce_rx_ce(skb);
+	bool whole;
 	struct metaroce_rx_conn rc;
 	enum metaroce_rx_seg k;
 	struct sk_buff *nskb;
@@ -487,7 +514,8 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 		metaroce_count_add(mdev, METAROCE_CNT_RX_DROP_MALFORMED, n);
 		return;
 	}
-	k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len, &pkt);
+	metaroce_frag_pos_init(&pos, skb);
+	k = metaroce_rx_seg(mdev, skb, &pos, seg, off, buf, &hdr, &len, &whole, &pkt);
 	while (k != METAROCE_SEG_END) {
 		if (k == METAROCE_SEG_COPY) {
 			nskb = metaroce_rx_seg_copy(skb, off, len);
@@ -507,10 +535,12 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 				rc.renew = false;
 				do {
 					if (k == METAROCE_SEG_CONN)
-						metaroce_rx_conn_pkt(&rc, &pkt, ce, skb, hdr, off);
+						metaroce_rx_conn_pkt(&rc, &pkt, ce,
+								     whole ? NULL : skb, hdr,
+								     off);
 					off += len;
-					k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len,
-							    &pkt);
+					k = metaroce_rx_seg(mdev, skb, &pos, seg, off, buf, &hdr,
+							    &len, &whole, &pkt);
 				} while (k == METAROCE_SEG_BAD ||
 					 (k == METAROCE_SEG_CONN && pkt.bth.conn_id == id));
 				spin_unlock(&rc.c->lock);
@@ -519,7 +549,7 @@ static void metaroce_rx_gso(struct metaroce_dev *mdev, struct sk_buff *skb)
 			}
 		}
 		off += len;
-		k = metaroce_rx_seg(mdev, skb, seg, off, buf, &hdr, &len, &pkt);
+		k = metaroce_rx_seg(mdev, skb, &pos, seg, off, buf, &hdr, &len, &whole, &pkt);
 	}
 }
 
