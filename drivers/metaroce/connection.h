@@ -38,6 +38,12 @@ struct metaroce_conn {
 	u64 last_rx_ns;			/* [MR-CONN-7] a packet of the peer's last came */
 	bool local;			/* made for our QP (nr_local_conns), not accepted */
 	struct metaroce_qp *stream_qp[MR_CONN_STREAMS];
+	/*
+	 * The MR metaroce_check_place() let the Write being received into, for
+	 * metaroce_place() of the same packet: under this lock and the receive
+	 * path's RCU section, which a deregistration waits out before it frees.
+	 */
+	struct metaroce_mr *rx_mr;
 	struct mr_share share;		/* [MR-CC-9] this sender in our allocation */
 
 	/* Each path's route and flow hash, found once for its source port (0: none yet). */

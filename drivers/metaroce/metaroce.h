@@ -327,6 +327,7 @@ struct metaroce_mr {
 	/* Fast registration (alloc_mr, map_mr_sg, REG_MR, LOCAL_INV). */
 	bool frwr;
 	bool valid;		/* registered by REG_MR and not invalidated */
+	bool dead;		/* deregistering: off the key table, for nothing new */
 	u32 max_pages;
 	u32 npages;
 	u64 *pages;		/* page addresses (kernel virtual: software DMA) */
@@ -404,6 +405,7 @@ u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int ac
 		       struct metaroce_mr **mrp);
 bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey);
 struct metaroce_mr *metaroce_rkey_mr(struct metaroce_dev *mdev, u32 rkey, u64 va, u64 len);
+bool metaroce_mr_still(struct metaroce_mr *mr, u32 rkey);
 struct metaroce_mw *metaroce_index_mw(struct metaroce_dev *mdev, u32 key);
 struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key);
 void metaroce_mw_release_locked(struct metaroce_mw *mw);

@@ -86,6 +86,20 @@ static struct metaroce_mr *metaroce_mw_mr(struct metaroce_mw *mw, u64 va, u64 le
 }
 
 /*
+ * Whether an MR that metaroce_rkey_check() passed for rkey, in this RCU read
+ * section, still is what the key names: not deregistered, not invalidated,
+ * not fast-registered anew under another key.  What metaroce_rkey_mr() would
+ * say of an MR (not a window) without looking the key up again.
+ */
+bool metaroce_mr_still(struct metaroce_mr *mr, u32 rkey)
+{
+	if (READ_ONCE(mr->dead) || READ_ONCE(mr->ibmr.lkey) != rkey)
+		return false;
+	/* Pairs with REG_MR's release, as in metaroce_key_mr(). */
+	return !mr->frwr || smp_load_acquire(&mr->valid);
+}
+
+/*
  * The MR an rkey names for placing or reading [va, va + len) again, after
  * metaroce_rkey_check() let the operation in: the key must still name that
  * kind of memory (an MR, or a window still bound over the range).
@@ -347,6 +361,8 @@ int metaroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		spin_unlock_bh(&mdev->mw_lock);
 		return -EBUSY;
 	}
+	/* A Write checked against it before, and not yet placed, is refused too. */
+	WRITE_ONCE(mr->dead, true);
 	xa_erase(&mdev->mrs, ibmr->lkey >> 8);
 	spin_unlock_bh(&mdev->mw_lock);
 	/*

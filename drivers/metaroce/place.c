@@ -28,9 +28,13 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 
 	if (!qp || !metaroce_qp_live(qp))
 		return MR_NAK_INVALID_REQUEST;
-	if (pl->opcode == MR_OP_WRITE)
-		return metaroce_rkey_check(qp, pl->rkey, pl->va + pl->offset,
-					   pl->len, IB_ACCESS_REMOTE_WRITE, &mr);
+	if (pl->opcode == MR_OP_WRITE) {
+		code = metaroce_rkey_check(qp, pl->rkey, pl->va + pl->offset, pl->len,
+					   IB_ACCESS_REMOTE_WRITE, &mr);
+		/* An MR the key names itself; a window's MR is looked up again. */
+		c->rx_mr = !code && mr && mr->ibmr.lkey == pl->rkey ? mr : NULL;
+		return code;
+	}
 	if (pl->opcode != MR_OP_SEND)
 		return 0;
 
@@ -137,7 +141,13 @@ void metaroce_place(struct metaroce_conn *c, const struct mr_place *pl, const st
 	case MR_OP_WRITE:
 		if (!pl->len)
 			break;	/* names no memory, [MR-SEC-1] */
-		mr = metaroce_rkey_mr(c->mdev, pl->rkey, pl->va + pl->offset, pl->len);
+		/* The MR the check passed, if it still is the key's; a window is looked up anew. */
+		mr = c->rx_mr;
+		c->rx_mr = NULL;	/* never kept past the packet it was checked for */
+		if (!mr)
+			mr = metaroce_rkey_mr(c->mdev, pl->rkey, pl->va + pl->offset, pl->len);
+		else if (!metaroce_mr_still(mr, pl->rkey))
+			mr = NULL;
 		ok = mr && metaroce_mr_xfer(mr, pl->va + pl->offset, &b, pl->len, true);
 		break;
 	case MR_OP_READ_RESP:
