@@ -445,8 +445,8 @@ enum metaroce_rx_seg {
  * says that all of it lies at *hdr, its payload too.
  */
 static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const struct sk_buff *skb,
-					    struct metaroce_frag_pos *pos, u32 seg, u32 off, u8 *buf,
-					    const u8 **hdr, u32 *len, bool *whole,
+					    struct metaroce_frag_pos *pos, u32 seg, u32 off,
+					    u8 *buf, const u8 **hdr, u32 *len, bool *whole,
 					    struct mr_pkt *pkt)
 {
 	enum mr_parse_result res;

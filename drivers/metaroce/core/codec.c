@@ -96,8 +96,7 @@ static const struct mr_opcode_info mr_opcodes[MR_OP_CLOSE_ACK + 1] = {
 /* The opcode's entry, or NULL for an unknown opcode. */
 static const struct mr_opcode_info *mr_opcode_info(u8 opcode)
 {
-	if (opcode >= sizeof(mr_opcodes) / sizeof(mr_opcodes[0]) ||
-	    !(mr_opcodes[opcode].props & MR_OPI_KNOWN))
+	if (opcode > MR_OP_CLOSE_ACK || !(mr_opcodes[opcode].props & MR_OPI_KNOWN))
 		return NULL;
 	return &mr_opcodes[opcode];
 }
@@ -279,7 +278,7 @@ static void mr_parse_ext(const u8 *p, struct mr_pkt *pkt)
 
 /* Message-level checks of [MR-WIRE-11] and [MR-WIRE-12] on a fully decoded packet. */
 static enum mr_parse_result mr_check_message(const struct mr_opcode_info *oi,
-					       const struct mr_pkt *pkt)
+					     const struct mr_pkt *pkt)
 {
 	const struct mr_bth *bth = &pkt->bth;
 	u64 end = (u64)bth->offset + bth->payload_len;
