@@ -456,7 +456,7 @@ static enum metaroce_rx_seg metaroce_rx_seg(struct metaroce_dev *mdev, const str
 		return METAROCE_SEG_END;
 	*len = min(seg, skb->len - off);
 	n = min_t(u32, *len, METAROCE_RX_HDR_MAX);
-	/* GRO leaves every merged packet but the first whole in a fragment. */
+	/* GRO leaves a merged packet whole in a fragment (all but, as a rule, the first). */
 	*hdr = metaroce_skb_peek(skb, pos, off, *len);
 	*whole = *hdr;
 	if (!*hdr)
