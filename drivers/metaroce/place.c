@@ -32,7 +32,7 @@ static u8 metaroce_check_place(void *ctx, const struct mr_place *pl, u32 *info)
 		code = metaroce_rkey_check(qp, pl->rkey, pl->va + pl->offset, pl->len,
 					   IB_ACCESS_REMOTE_WRITE, &mr);
 		/* An MR the key names itself; a window's MR is looked up again. */
-		c->rx_mr = !code && mr && mr->ibmr.lkey == pl->rkey ? mr : NULL;
+		c->rx_mr = !code && mr && READ_ONCE(mr->ibmr.lkey) == pl->rkey ? mr : NULL;
 		return code;
 	}
 	if (pl->opcode != MR_OP_SEND)
