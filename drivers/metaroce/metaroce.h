@@ -405,7 +405,7 @@ u8 metaroce_rkey_check(struct metaroce_qp *qp, u32 rkey, u64 va, u64 len, int ac
 		       struct metaroce_mr **mrp);
 bool metaroce_invalidate(struct metaroce_dev *mdev, struct metaroce_qp *qp, u32 rkey);
 struct metaroce_mr *metaroce_rkey_mr(struct metaroce_dev *mdev, u32 rkey, u64 va, u64 len);
-bool metaroce_mr_still(struct metaroce_mr *mr, u32 rkey);
+bool metaroce_mr_still(struct metaroce_mr *mr, u32 key);
 struct metaroce_mw *metaroce_index_mw(struct metaroce_dev *mdev, u32 key);
 struct metaroce_mw *metaroce_key_mw(struct metaroce_dev *mdev, u32 key);
 void metaroce_mw_release_locked(struct metaroce_mw *mw);

@@ -14,30 +14,53 @@
 #include "metaroce.h"
 #include "core/wire.h"
 
+/* The MR at a key's index, whatever its key byte and state; never a window. */
+static struct metaroce_mr *metaroce_mr_at(struct metaroce_dev *mdev, u32 key)
+{
+	void *entry = xa_load(&mdev->mrs, key >> 8);
+
+	return xa_pointer_tag(entry) ? NULL : entry;
+}
+
+/* Whether key is the MR's current key (index and key byte). */
+static bool metaroce_mr_keyed(struct metaroce_mr *mr, u32 key)
+{
+#ifdef METAROCE_MUTATION_ACCEPT_BAD_RKEY
+	/* Test-only mutation (make conformance-mutations): the key byte is not checked. */
+	key = READ_ONCE(mr->ibmr.lkey);
+#endif
+	return READ_ONCE(mr->ibmr.lkey) == key;
+}
+
 /* The MR that a key (lkey or rkey) names exactly, in whatever state; never a window. */
 static struct metaroce_mr *metaroce_mr_of_key(struct metaroce_dev *mdev, u32 key)
 {
-	void *entry = xa_load(&mdev->mrs, key >> 8);
-	struct metaroce_mr *mr = xa_pointer_tag(entry) ? NULL : entry;
+	struct metaroce_mr *mr = metaroce_mr_at(mdev, key);
 
-#ifdef METAROCE_MUTATION_ACCEPT_BAD_RKEY
-	/* Test-only mutation (make conformance-mutations): the key byte is not checked. */
-	key = mr ? READ_ONCE(mr->ibmr.lkey) : key;
-#endif
-	if (!mr || READ_ONCE(mr->ibmr.lkey) != key)
-		return NULL;
-	return mr;
+	return mr && metaroce_mr_keyed(mr, key) ? mr : NULL;
+}
+
+/*
+ * Whether an MR is what key names now: not being deregistered, the same key
+ * (a fast registration or an invalidation changes it), and, if fast
+ * registered, valid.  metaroce_key_mr() asks it of the MR it looks up; the
+ * placement asks it again of an MR that metaroce_rkey_check() passed, in the
+ * same RCU read section, instead of looking the key up twice.
+ */
+bool metaroce_mr_still(struct metaroce_mr *mr, u32 key)
+{
+	if (READ_ONCE(mr->dead) || !metaroce_mr_keyed(mr, key))
+		return false;
+	/* Pairs with REG_MR's release: a valid MR's pages and bounds are visible. */
+	return !mr->frwr || smp_load_acquire(&mr->valid);
 }
 
 /* The MR behind a key (lkey or rkey), if it is ours, current and registered. */
 struct metaroce_mr *metaroce_key_mr(struct metaroce_dev *mdev, u32 key)
 {
-	struct metaroce_mr *mr = metaroce_mr_of_key(mdev, key);
+	struct metaroce_mr *mr = metaroce_mr_at(mdev, key);
 
-	/* Pairs with REG_MR's release: a valid MR's pages and bounds are visible. */
-	if (mr && mr->frwr && !smp_load_acquire(&mr->valid))
-		return NULL;
-	return mr;
+	return mr && metaroce_mr_still(mr, key) ? mr : NULL;
 }
 
 /*
@@ -83,20 +106,6 @@ static struct metaroce_mr *metaroce_mw_mr(struct metaroce_mw *mw, u64 va, u64 le
 	    !metaroce_range_in(va, len, READ_ONCE(mw->va), READ_ONCE(mw->length)))
 		return NULL;
 	return READ_ONCE(mw->mr);
-}
-
-/*
- * Whether an MR that metaroce_rkey_check() passed for rkey, in this RCU read
- * section, still is what the key names: not deregistered, not invalidated,
- * not fast-registered anew under another key.  What metaroce_rkey_mr() would
- * say of an MR (not a window) without looking the key up again.
- */
-bool metaroce_mr_still(struct metaroce_mr *mr, u32 rkey)
-{
-	if (READ_ONCE(mr->dead) || READ_ONCE(mr->ibmr.lkey) != rkey)
-		return false;
-	/* Pairs with REG_MR's release, as in metaroce_key_mr(). */
-	return !mr->frwr || smp_load_acquire(&mr->valid);
 }
 
 /*
