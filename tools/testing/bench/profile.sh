@@ -22,7 +22,8 @@
 # (tools/testing/bench/tcgprof: a plugin counts the instructions executed at each
 # block; snapshots at each run's start and end marks): instructions per MB on each side
 # (tcg_Minsns_per_MB, tcg_kernel_Minsns_per_MB: exact counts, not sampled by a biased
-# clock) and the kernel functions that executed most, "tcg" lines.  Under TCG guest
+# clock), the host's time per guest instruction (tcg_host_ns_per_insn: the host's
+# speed in that run) and the kernel functions that executed most, "tcg" lines.  Under TCG guest
 # perf's samples land in the idle loop, and bpftrace's probes cost more than most
 # functions they time; this costs the guests about a third of their speed, evenly.
 # With rxe or tcp beside metaroce, "tcg-diff" lines name the functions whose
@@ -149,6 +150,15 @@ if [ "$tcg" = 1 ]; then
 							t, r, f[1], f[2], f[3], f[4] } }'
 		done >>"$out.tcgdiff"
 	done
+	# The host's time per guest instruction: what the host's own speed did to the
+	# run (it drifts by 20% and more within minutes here, other tenants' load),
+	# apart from the work the run asked of it (tcg_Minsns_per_MB).
+	awk '$3 == "host_cpu_ms_per_MB" { h[$1 " " $2] = $4 }
+		$3 == "tcg_Minsns_per_MB" { n[$1 " " $2] = $4 }
+		END { for (k in h) if (n[k] > 0) printf "%s tcg_host_ns_per_insn %.2f\n", k, h[k] / n[k] }' \
+		"$out.tsv" >>"$out.tsv.ns"
+	cat "$out.tsv.ns" >>"$out.tsv"
+	rm -f "$out.tsv.ns"
 fi
 awk '
 	function ratio(x, y) { return (x != "" && y != "" && y + 0 != 0) ? sprintf("%.2f", x / y) : "-" }
