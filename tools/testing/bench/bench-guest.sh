@@ -6,7 +6,7 @@
 # which bench.sh collects and the report tool turns into tables and plots.
 #
 # Arguments (from bench.sh): QUICK (1: the short version), PERFTEST (below),
-# SCENARIOS (default: "loss multipath failure incast manyqp perftest"), REPS
+# SCENARIOS (default: "loss lossmix multipath failure incast manyqp perftest"), REPS
 # (repetitions of each run, if not the version's own), TRACE (below), PT_OPS and
 # PT_LOSSES (the perftest scenario's operations and loss levels, if not all).
 #
@@ -35,7 +35,7 @@ size=65536 depth=16 lat_size=64
 mp_rate=2mbit
 perftest=" ${2:-} "
 trace=${5:-0}	# 1: trace the paths of MetaRoCE's failure runs (trace_paths)
-scenarios=" ${3:-loss multipath failure incast manyqp perftest} "
+scenarios=" ${3:-loss lossmix multipath failure incast manyqp perftest} "
 read -ra pt_ops <<<"${6:-write send read}"
 [ -z "${7:-}" ] || read -ra pt_losses <<<"$7"
 want() { [[ "$scenarios" == *" $1 "* ]]; }
@@ -328,6 +328,126 @@ done
 
 fi
 
+# link_cut LINK on|off: black-hole the link both ways at this guest (no carrier
+# change, so routing does not notice: the transport must).  The guests are
+# CPU-bound under TCG, where starting a process costs a transport under test
+# 100 ms or more: the four tc processes a cut once took halved TCP's goodput for
+# 0.8 s when a link came back, with no loss at all.  So one tc reads its commands
+# from a FIFO, started with the ingress qdiscs before the flow (link_cut_ready),
+# and a cut or a restore is two lines written to it by the shell itself, its
+# time read from /proc/uptime without a process (cut_now).
+link_cut_ready() { # on|off
+	local i
+	if [ "$1" = on ]; then
+		rm -f /tmp/cut.fifo /tmp/sleep.fifo
+		mkfifo /tmp/cut.fifo /tmp/sleep.fifo
+		tc -n fr -force -batch /tmp/cut.fifo 2>/dev/null &
+		CUT_TC=$!
+		exec 7>/tmp/cut.fifo
+		for ((i = 1; i <= links; i++)); do echo "qdisc replace dev l$i ingress" >&7; done
+	else
+		for ((i = 1; i <= links; i++)); do echo "qdisc del dev l$i ingress" >&7; done
+		exec 7>&-
+		wait "$CUT_TC" || true
+		rm -f /tmp/cut.fifo /tmp/sleep.fifo
+	fi
+}
+link_cut() {
+	if [ "$2" = on ]; then
+		printf '%s\n' "qdisc replace dev l$1 root netem loss 100%" \
+			"filter add dev l$1 parent ffff: matchall action drop" >&7
+	else
+		printf '%s\n' "filter del dev l$1 parent ffff:" "qdisc del dev l$1 root" >&7
+	fi
+}
+# cut_now: CUT_MS, this guest's uptime in ms, without starting a process.
+cut_now() {
+	local u
+	read -r u _ </proc/uptime
+	CUT_MS=$((10#${u/./} * 10))
+}
+# ---- 1b. 1% loss against lossless within one run ----
+# The sweep above compares runs a minute or more apart, and under TCG the guests are
+# CPU-bound: goodput follows the host's time per guest instruction, which drifts here
+# by 20% and more within minutes (make profile PROFILE_TCG=1, tcg_host_ns_per_insn),
+# ten times what 1% loss adds to the work per MB.  So one MetaRoCE connection runs
+# mix_slices slices of mix_slice_s seconds after a lossless first one, and each guest
+# switches its links' loss between 0% and mix_loss% at every slice's start, lossy in
+# the odd slices, in the even ones every second repetition.  Goodput per loss level
+# comes from mr_ktraffic's progress lines within the slices, the first mix_skip_ms of
+# each left out (the guests switch a moment apart and the windows settle): drift
+# slower than a pair of slices cancels out.  Switched through one tc reading a FIFO
+# (link_cut_ready): a tc process per switch would cost the flow more than the loss.
+mix_slices=16 mix_slice_s=2 mix_skip_ms=500 mix_loss=1
+lossmix_run() { # rep
+	local rep=$1 i l lossy load t0 sw=()
+	sync_step
+	fresh metaroce
+	shape_all "loss 0%"
+	link_cut_ready on
+	sync_step
+	kt_pair mr0 ops=write size="$size" depth="$depth" ring=64 count=100000000 \
+		duration_ms=$(((mix_slices + 2) * mix_slice_s * 1000)) interval_ms=100 \
+		>/tmp/lossmix.out 2>&1 &
+	load=$!
+	read -rt "$mix_slice_s" <>/tmp/sleep.fifo || true
+	for ((i = 1; i <= mix_slices; i++)); do
+		lossy=$(((i + rep) % 2 ? 0 : mix_loss))
+		for ((l = 1; l <= links; l++)); do
+			echo "qdisc change dev l$l root netem loss $lossy%" >&7
+		done
+		cut_now
+		sw+=("$CUT_MS:$lossy")
+		read -rt "$mix_slice_s" <>/tmp/sleep.fifo || true
+	done
+	cut_now
+	sw+=("$CUT_MS:end")
+	for ((l = 1; l <= links; l++)); do echo "qdisc change dev l$l root netem loss 0%" >&7; done
+	wait "$load"
+	link_cut_ready off
+	shape_all ""
+	[ "$MR_ROLE" = a ] || return 0
+	grep -q '^mr_ktraffic: write count=.* PASS' /tmp/lossmix.out
+	emit lossmix metaroce - "$rep" errors $?
+	grep -E 'FAIL|failed' /tmp/lossmix.out | sed 's/^/# bench:   /'
+	t0=$(sed -n 's/^mr_ktraffic: clock t0_ms=\([0-9]*\)/\1/p' /tmp/lossmix.out)
+	# Bytes at a time between two progress lines, by interpolation; per loss level the
+	# bytes and the time of its slices, from each slice's start + skip to its end.
+	awk -v t0="${t0:-0}" -v skip="$mix_skip_ms" -v rep="$rep" -v sw="${sw[*]}" '
+		/^mr_ktraffic: progress/ { split($3, a, "="); split($4, b, "=")
+			if (n && a[2] <= ms[n]) next
+			ms[++n] = a[2]; by[n] = b[2] }
+		function at(t,   i) {
+			if (!n || t < ms[1] || t > ms[n]) return -1
+			for (i = 2; i <= n && ms[i] < t; i++) ;
+			if (i > n) return by[n]
+			return by[i - 1] + (by[i] - by[i - 1]) * (t - ms[i - 1]) / (ms[i] - ms[i - 1])
+		}
+		END {
+			k = split(sw, s, " ")
+			for (i = 1; i < k; i++) {
+				split(s[i], x, ":"); split(s[i + 1], y, ":")
+				from = x[1] - t0 + skip; to = y[1] - t0
+				b0 = at(from); b1 = at(to)
+				if (b0 < 0 || b1 < 0 || to <= from) { bad++; continue }
+				bytes[x[2]] += b1 - b0; ms_in[x[2]] += to - from
+				printf "BENCH\tlossmix\tmetaroce\t%s\t%d\tslice_MBps\t%.2f\n", x[2], rep,
+					(b1 - b0) / 1e6 / ((to - from) / 1000)
+			}
+			for (l in bytes)
+				printf "BENCH\tlossmix\tmetaroce\t%s\t%d\tgoodput_MBps\t%.2f\n", l, rep,
+					bytes[l] / 1e6 / (ms_in[l] / 1000)
+			printf "BENCH\tlossmix\tmetaroce\t-\t%d\tslices_unmeasured\t%d\n", rep, bad
+		}' /tmp/lossmix.out
+	say "lossmix rep $rep: switches at ${sw[*]} (uptime ms), flow t0 ${t0:-?} ms"
+}
+if want lossmix; then
+emit meta all - - mix_slices "$mix_slices"
+emit meta all - - mix_slice_s "$mix_slice_s"
+emit meta all - - mix_skip_ms "$mix_skip_ms"
+for ((rep = 1; rep <= reps; rep++)); do lossmix_run "$rep"; done
+fi
+
 if want multipath; then
 # ---- 2. multipath: K rate-limited links; then unequal links ----
 shape_all "" "$mp_rate"
@@ -370,44 +490,6 @@ busiest_link() {
 		[ "$most" -ge 20 ] && break
 	done
 	echo "$best"
-}
-# link_cut LINK on|off: black-hole the link both ways at this guest (no carrier
-# change, so routing does not notice: the transport must).  The guests are
-# CPU-bound under TCG, where starting a process costs a transport under test
-# 100 ms or more: the four tc processes a cut once took halved TCP's goodput for
-# 0.8 s when a link came back, with no loss at all.  So one tc reads its commands
-# from a FIFO, started with the ingress qdiscs before the flow (link_cut_ready),
-# and a cut or a restore is two lines written to it by the shell itself, its
-# time read from /proc/uptime without a process (cut_now).
-link_cut_ready() { # on|off
-	local i
-	if [ "$1" = on ]; then
-		rm -f /tmp/cut.fifo /tmp/sleep.fifo
-		mkfifo /tmp/cut.fifo /tmp/sleep.fifo
-		tc -n fr -force -batch /tmp/cut.fifo 2>/dev/null &
-		CUT_TC=$!
-		exec 7>/tmp/cut.fifo
-		for ((i = 1; i <= links; i++)); do echo "qdisc replace dev l$i ingress" >&7; done
-	else
-		for ((i = 1; i <= links; i++)); do echo "qdisc del dev l$i ingress" >&7; done
-		exec 7>&-
-		wait "$CUT_TC" || true
-		rm -f /tmp/cut.fifo /tmp/sleep.fifo
-	fi
-}
-link_cut() {
-	if [ "$2" = on ]; then
-		printf '%s\n' "qdisc replace dev l$1 root netem loss 100%" \
-			"filter add dev l$1 parent ffff: matchall action drop" >&7
-	else
-		printf '%s\n' "filter del dev l$1 parent ffff:" "qdisc del dev l$1 root" >&7
-	fi
-}
-# cut_now: CUT_MS, this guest's uptime in ms, without starting a process.
-cut_now() {
-	local u
-	read -r u _ </proc/uptime
-	CUT_MS=$((10#${u/./} * 10))
 }
 # trace_paths on | off T0_MS (BENCH_TRACE=1, a only): the metaroce_path event (each
 # ACK's path after it was taken in) during a failure run, summed per 250 ms since

@@ -8,8 +8,8 @@
 #                         instead of mr_ktraffic (default: mr_ktraffic for both,
 #                         the same tool on both RDMA transports); "metaroce rxe"
 #                         runs perftest on both, MetaRoCE's through our provider
-#   BENCH_SCENARIOS="loss failure"  a subset (default: all six: loss multipath
-#                         failure incast manyqp perftest)
+#   BENCH_SCENARIOS="loss failure"  a subset (default: all seven: loss lossmix
+#                         multipath failure incast manyqp perftest)
 #   BENCH_REPS=3          repetitions of each run (default 5; QUICK: 1)
 #   BENCH_PT_OPS="write"  the perftest scenario's operations (default: write send read)
 #   BENCH_PT_LOSSES="1"   the perftest scenario's loss levels in % (default: 0 1 10);

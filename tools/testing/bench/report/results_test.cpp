@@ -348,6 +348,43 @@ TEST(Goals, FailureRecoveryIsTheMedianOverRepetitions)
 	EXPECT_FALSE(kept.met());
 }
 
+// The one-run comparison (lossmix): the goal pairs each repetition's two levels, and
+// the section lists each repetition's goodput, ratio and slice range per level.
+TEST(Goals, LossmixComparesTheLevelsOfOneRun)
+{
+	std::vector<std::string> errors;
+	std::string text;
+	const char *lossless[] = {"40", "30", "20"}, *lossy[] = {"38", "29.1", "21"};
+	for (int rep = 1; rep <= 3; rep++) {
+		text += line("lossmix", "metaroce", "0", rep, "goodput_MBps", lossless[rep - 1]);
+		text += line("lossmix", "metaroce", "1", rep, "goodput_MBps", lossy[rep - 1]);
+		text += line("lossmix", "metaroce", "0", rep, "slice_MBps", "19.5");
+		text += line("lossmix", "metaroce", "0", rep, "slice_MBps", "41");
+		text += line("lossmix", "metaroce", "1", rep, "slice_MBps", "37");
+	}
+	// the sweep's own runs do not enter it
+	text += line("loss", "metaroce", "0", 1, "goodput_MBps", "50");
+	text += line("loss", "metaroce", "1", 1, "goodput_MBps", "25");
+	auto r = parse(text, errors);
+	ASSERT_TRUE(errors.empty());
+	GoalsByName get(r);
+	Goal g = get("MetaRoCE goodput at 1% loss / lossless, in one run");
+	ASSERT_TRUE(g.measured);
+	EXPECT_DOUBLE_EQ(*g.measured, 29.1 / 30);	// median of 0.95, 0.97, 1.05
+	EXPECT_TRUE(g.met());
+	EXPECT_DOUBLE_EQ(*get("MetaRoCE goodput at 1% loss / lossless").measured, 0.5);
+	auto md = markdown(r, {"make bench", "today", "test", 32});
+	EXPECT_NE(md.find("| 1 | 40.00 | 38.00 | 0.95 | 19.50-41.00 | 37.00-37.00 |"),
+		  std::string::npos)
+		<< md;
+	EXPECT_NE(md.find("| 3 | 20.00 | 21.00 | 1.05 |"), std::string::npos) << md;
+	// Without the scenario, no section and the goal is not measured.
+	auto bare = parse(line("loss", "metaroce", "0", 1, "goodput_MBps", "10"), errors);
+	EXPECT_EQ(markdown(bare, {"make bench", "today", "test", 32}).find("(lossmix)\n\nGoodput"),
+		  std::string::npos);
+	EXPECT_FALSE(GoalsByName(bare)("MetaRoCE goodput at 1% loss / lossless, in one run").measured);
+}
+
 TEST(Report, MarkdownNamesEveryGoalVerdict)
 {
 	std::vector<std::string> errors;
