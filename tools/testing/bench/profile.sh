@@ -153,12 +153,11 @@ if [ "$tcg" = 1 ]; then
 	# The host's time per guest instruction: what the host's own speed did to the
 	# run (it drifts by 20% and more within minutes here, other tenants' load),
 	# apart from the work the run asked of it (tcg_Minsns_per_MB).
-	awk '$3 == "host_cpu_ms_per_MB" { h[$1 " " $2] = $4 }
+	ns=$(awk '$3 == "host_cpu_ms_per_MB" { h[$1 " " $2] = $4 }
 		$3 == "tcg_Minsns_per_MB" { n[$1 " " $2] = $4 }
 		END { for (k in h) if (n[k] > 0) printf "%s tcg_host_ns_per_insn %.2f\n", k, h[k] / n[k] }' \
-		"$out.tsv" >>"$out.tsv.ns"
-	cat "$out.tsv.ns" >>"$out.tsv"
-	rm -f "$out.tsv.ns"
+		"$out.tsv")
+	[ -z "$ns" ] || echo "$ns" >>"$out.tsv"
 fi
 awk '
 	function ratio(x, y) { return (x != "" && y != "" && y + 0 != 0) ? sprintf("%.2f", x / y) : "-" }

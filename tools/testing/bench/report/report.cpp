@@ -205,6 +205,21 @@ std::string fmt(std::optional<double> value, int decimals)
 	return buf;
 }
 
+// The one value a repetition has for a run's metric, if it has exactly one.
+static std::optional<double> one_of_rep(const Results &r, const std::string &scenario,
+					const std::string &t, const std::string &p,
+					const std::string &metric, int rep)
+{
+	auto v = r.values_of_rep(scenario, t, p, metric, rep);
+	return v.size() == 1 ? std::optional<double>(v.front()) : std::nullopt;
+}
+
+// A run's metric over its baseline's within one repetition, if both have one value.
+static std::optional<double> rep_ratio(std::optional<double> v, std::optional<double> base)
+{
+	return v && base && *base > 0 ? std::optional<double>(*v / *base) : std::nullopt;
+}
+
 std::optional<double> paired_ratio(const Results &r, const std::string &scenario,
 				   const std::string &t, const std::string &p,
 				   const std::string &base_t, const std::string &base_p,
@@ -212,11 +227,11 @@ std::optional<double> paired_ratio(const Results &r, const std::string &scenario
 {
 	std::vector<double> ratios;
 	for (int rep : r.reps(scenario)) {
-		auto v = r.values_of_rep(scenario, t, p, metric, rep);
-		auto b = r.values_of_rep(scenario, base_t, base_p,
-					 base_metric.empty() ? metric : base_metric, rep);
-		if (v.size() == 1 && b.size() == 1 && b.front() > 0)
-			ratios.push_back(v.front() / b.front());
+		auto ratio = rep_ratio(one_of_rep(r, scenario, t, p, metric, rep),
+				       one_of_rep(r, scenario, base_t, base_p,
+						  base_metric.empty() ? metric : base_metric, rep));
+		if (ratio)
+			ratios.push_back(*ratio);
 	}
 	return bench::median(ratios);
 }
@@ -520,18 +535,11 @@ std::string markdown(const Results &r, const RunInfo &info)
 			return fmt(lo) + "-" + fmt(hi);
 		};
 		for (int rep : reps) {
-			auto a = r.values_of_rep("lossmix", "metaroce", "0", kGoodput, rep);
-			auto b = r.values_of_rep("lossmix", "metaroce", "1", kGoodput, rep);
-			std::optional<double> va, vb, ratio;
-			if (a.size() == 1)
-				va = a.front();
-			if (b.size() == 1)
-				vb = b.front();
-			if (va && vb && *va > 0)
-				ratio = *vb / *va;
-			md << "| " << rep << " | " << fmt(va) << " | " << fmt(vb) << " | "
-			   << fmt(ratio) << " | " << range("0", rep) << " | " << range("1", rep)
-			   << " |\n";
+			auto lossless = one_of_rep(r, "lossmix", "metaroce", "0", kGoodput, rep);
+			auto lossy = one_of_rep(r, "lossmix", "metaroce", "1", kGoodput, rep);
+			md << "| " << rep << " | " << fmt(lossless) << " | " << fmt(lossy) << " | "
+			   << fmt(rep_ratio(lossy, lossless)) << " | " << range("0", rep) << " | "
+			   << range("1", rep) << " |\n";
 		}
 	}
 
