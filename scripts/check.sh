@@ -104,9 +104,17 @@ why_failed() {
 		echo "failed guest test $n (make selftests T=$n):"
 		grep -aE "^\[$n(-[ab])?\] (not ok |FAIL|\| )" "$logs/selftests.log" | sed -n 1,20p
 	done
+	# each failed conformance test with what it printed (its "# " lines) before it
 	[ -f "$top/build/conformance/results/normal.tap" ] &&
-		grep -E '^not ok [0-9]+ - ' "$top/build/conformance/results/normal.tap" |
-		grep -v '# TODO' | sed 's/^/failed conformance test: /'
+		awk '/^(not )?ok [0-9]+ - / {
+			if ($1 == "not" && $0 !~ /# TODO/) {
+				print "failed conformance test: " $0
+				for (i = 0; i < n && i < 20; i++) print "  " said[i]
+			}
+			n = 0; next
+		}
+		/^#   clauses: / { next }
+		/^# / { said[n++] = $0 }' "$top/build/conformance/results/normal.tap"
 	return 0
 }
 
