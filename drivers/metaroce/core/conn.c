@@ -93,6 +93,12 @@ void mr_conn_error_stream(struct mr_conn *c, u32 slot, u8 nak_code)
 	}
 	if (rs->in_use && !rs->err) {
 		mr_rx_stream_error(rs, rs->msn_cum, nak_code);
+		/*
+		 * [MR-VERBS-8] the NAK answers the peer's packets for the stream; sent
+		 * now, it would name a message the peer may never post (every tear-down
+		 * sent one).
+		 */
+		rs->nak_pending = false;
 		rs->err_reported = true;	/* the caller flushes the receives itself */
 		/*
 		 * [MR-ACK-9] what it completed, once more, in two ACKs: the last MSGACK

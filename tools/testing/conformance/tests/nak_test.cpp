@@ -107,11 +107,14 @@ TEST_F(NakTest, MR_SEC_1_ZeroLengthWriteAndReadNeedNoKey) {
 // [MR-VERBS-8], [MR-SEC-8]: once the consumer moves the DUT's QP to Error, a valid Write
 // and a valid Read for its stream are refused with NAK REMOTE_OP_ERROR (not INVALID_REQUEST:
 // the request is good, the QP cannot execute it), nothing is placed and nothing is read.
+// Before a packet arrives, it sends no NAK.
 TEST_F(NakTest, MR_VERBS_8_QpInErrorRefusesWithRemoteOpError) {
   CLAUSES("MR-VERBS-8 MR-SEC-8 MR-NAK-1 MR-NAK-3");
   Target t = target("rw", 4096, 0x30);
   P.dut.cmd("error " + std::to_string(t.s.qp));
   ASSERT_EQ(qp_state(t.s), kQpsErr);
+  expect_none([](const Received &x) { return x.pkt.bth.opcode == kNak; }, 200,
+              "a NAK that no packet asked for");
   Packet w = P.write_pkt(t.s, 0, t.mr.va, t.mr.rkey, 64, 0, pattern(64, 1));
   expect_nak(t.s, w, kNakRemoteOpError);
   EXPECT_EQ(hex(mr_bytes(t, 0, 64)), hex(pattern(64, 0x30))) << "placed into an errored QP's MR";
